@@ -1,0 +1,1 @@
+"""The `pumpops` command line."""

@@ -1,0 +1,13 @@
+"""Errors raised by the composition root and its doors."""
+
+from __future__ import annotations
+
+from storage.errors import PumpOpsError
+
+
+class SettingsError(PumpOpsError):
+    """Settings could not be found, read or validated."""
+
+
+class ToolCallError(PumpOpsError):
+    """A direct tool call named an unknown function or carried bad arguments."""

@@ -1,0 +1,1 @@
+"""The retrieval half: embeddings, the Qdrant index of maintenance manuals, chunking and ingestion."""

@@ -1,0 +1,36 @@
+"""The `alarms` plugin: alarm lists by severity, pump and activity."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from semantic_kernel.functions import kernel_function
+
+from plugins.declarations import reads
+from plugins.results import to_json
+from twin import AlarmService, Severity
+
+
+class AlarmsPlugin:
+    """Thin kernel-function adapter over `AlarmService`."""
+
+    def __init__(self, service: AlarmService) -> None:
+        self._service = service
+
+    @reads
+    @kernel_function(
+        name="list_alarms",
+        description=(
+            "Returns alarms (id, pump id, severity, message, value, raised time, acknowledgement), most severe and "
+            "most recent first, at most 50, with the total count. Use it for questions about alarms, an alarm's "
+            "history on one pump, or whether a problem is recurring. By default only active alarms."
+        ),
+    )
+    async def list_alarms(
+        self,
+        severity: Annotated[Severity | None, "Only alarms of this severity, e.g. 'critical'. Omit for all."] = None,
+        pump_id: Annotated[str | None, "Only alarms of this pump, e.g. 'PUMP-007'. Omit for every pump."] = None,
+        active_only: Annotated[bool, "True (default) for active alarms only; false to include cleared history."] = True,
+    ) -> str:
+        """Filtered alarm list as JSON."""
+        return to_json(await self._service.list_alarms(severity=severity, pump_id=pump_id, active_only=active_only))

@@ -1,0 +1,92 @@
+"""One SQLite file through aiosqlite: WAL mode, a read connection and a serialized writer."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from storage.errors import StorageError
+from storage.migrations import apply_migrations
+
+
+
+class Database:
+    """The project's SQLite database.
+
+    Reads share one connection; writes go through `transaction()`, which serializes writers in
+    this process with a lock and across processes with ``BEGIN IMMEDIATE`` (plus a busy timeout),
+    so concurrent writers wait instead of failing with ``database is locked``.
+    """
+
+    def __init__(self, path: Path, reader: aiosqlite.Connection, writer: aiosqlite.Connection) -> None:
+        self.path = path
+        self._reader = reader
+        self._writer = writer
+        self._write_lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, path: str | Path, *, migrate: bool = True) -> Database:
+        """Open (creating folders and file as needed) and migrate the database at ``path``."""
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writer = await _connect(path)
+        except (OSError, sqlite3.Error) as exc:
+            raise StorageError(f"Cannot open the database {str(path)!r}: {exc}.") from exc
+        try:
+            await writer.execute("PRAGMA journal_mode=WAL")
+            if migrate:
+                await apply_migrations(writer)
+            reader = await _connect(path)
+        except (OSError, sqlite3.Error) as exc:
+            await writer.close()
+            raise StorageError(f"Cannot prepare the database {str(path)!r}: {exc}.") from exc
+        return cls(path, reader, writer)
+
+    async def close(self) -> None:
+        """Close both connections."""
+        await self._reader.close()
+        await self._writer.close()
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        """Run a parameterized SELECT and return every row."""
+        async with self._reader.execute(sql, params) as cursor:
+            return list(await cursor.fetchall())
+
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+        """Run a parameterized SELECT and return the first row, if any."""
+        async with self._reader.execute(sql, params) as cursor:
+            return await cursor.fetchone()
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """Yield the writer inside ``BEGIN IMMEDIATE``; commit on success, roll back on error."""
+        async with self._write_lock:
+            await self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._writer
+            except BaseException:
+                await self._writer.rollback()
+                raise
+            else:
+                await self._writer.commit()
+
+    async def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run a parameterized statement for many rows in one transaction."""
+        async with self.transaction() as conn:
+            await conn.executemany(sql, rows)
+
+
+async def _connect(path: Path) -> aiosqlite.Connection:
+    conn = await aiosqlite.connect(path, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    await conn.execute("PRAGMA busy_timeout=10000")
+    await conn.execute("PRAGMA foreign_keys=ON")
+    await conn.execute("PRAGMA synchronous=NORMAL")
+    return conn

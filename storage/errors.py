@@ -1,0 +1,11 @@
+"""The project's exception root; every package's errors derive from it."""
+
+from __future__ import annotations
+
+
+class PumpOpsError(Exception):
+    """Root of every error PumpOps raises on purpose; the message is written for its reader."""
+
+
+class StorageError(PumpOpsError):
+    """The SQLite database could not be opened, migrated or written."""

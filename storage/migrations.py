@@ -1,0 +1,130 @@
+"""Ordered schema migrations, each applied once and recorded in the `_migrations` table.
+
+Append new migrations at the end; never edit or reorder one that has shipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import aiosqlite
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step."""
+
+    id: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "asset registry",
+        """
+        CREATE TABLE pumps (
+            pump_id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            location TEXT NOT NULL,
+            model TEXT NOT NULL,
+            power_kw REAL NOT NULL CHECK (power_kw > 0),
+            rated_speed_rpm INTEGER NOT NULL CHECK (rated_speed_rpm > 0),
+            machine_group INTEGER NOT NULL CHECK (machine_group IN (1, 2)),
+            foundation TEXT NOT NULL CHECK (foundation IN ('rigid', 'flexible')),
+            status TEXT NOT NULL CHECK (status IN ('online', 'offline', 'maintenance')),
+            installed_on TEXT NOT NULL,
+            last_maintenance_on TEXT
+        );
+        CREATE INDEX pumps_by_status ON pumps (status);
+        CREATE INDEX pumps_by_location ON pumps (location);
+
+        CREATE TABLE sensors (
+            sensor_id TEXT PRIMARY KEY,
+            pump_id TEXT NOT NULL REFERENCES pumps (pump_id),
+            sensor_type TEXT NOT NULL CHECK (sensor_type IN
+                ('vibration', 'bearing_temperature', 'flow', 'discharge_pressure', 'motor_current')),
+            unit TEXT NOT NULL,
+            bad_direction TEXT NOT NULL CHECK (bad_direction IN ('high', 'low')),
+            alarm_threshold REAL NOT NULL,
+            latest_value REAL,
+            latest_at TEXT,
+            UNIQUE (pump_id, sensor_type)
+        );
+        CREATE INDEX sensors_by_type ON sensors (sensor_type, latest_value);
+
+        CREATE TABLE readings (
+            sensor_id TEXT NOT NULL REFERENCES sensors (sensor_id),
+            recorded_at TEXT NOT NULL,
+            value REAL NOT NULL,
+            PRIMARY KEY (sensor_id, recorded_at)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE alarms (
+            alarm_id TEXT PRIMARY KEY,
+            pump_id TEXT NOT NULL REFERENCES pumps (pump_id),
+            sensor_type TEXT,
+            severity TEXT NOT NULL CHECK (severity IN ('low', 'medium', 'high', 'critical')),
+            message TEXT NOT NULL,
+            value REAL,
+            raised_at TEXT NOT NULL,
+            active INTEGER NOT NULL DEFAULT 1 CHECK (active IN (0, 1)),
+            acknowledged_at TEXT,
+            acknowledged_by TEXT,
+            acknowledgement_note TEXT,
+            cleared_at TEXT
+        );
+        CREATE INDEX alarms_by_activity ON alarms (active, severity);
+        CREATE INDEX alarms_by_pump ON alarms (pump_id, raised_at);
+
+        CREATE TABLE maintenance_records (
+            record_id INTEGER PRIMARY KEY,
+            pump_id TEXT NOT NULL REFERENCES pumps (pump_id),
+            performed_on TEXT NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('preventive', 'corrective', 'inspection')),
+            description TEXT NOT NULL,
+            technician TEXT
+        );
+        CREATE INDEX maintenance_by_pump ON maintenance_records (pump_id, performed_on);
+        """,
+    ),
+)
+
+
+async def apply_migrations(conn: aiosqlite.Connection) -> list[int]:
+    """Apply every migration not yet recorded, each in its own transaction; return the ids applied."""
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    async with conn.execute("SELECT id FROM _migrations") as cursor:
+        done = {row[0] for row in await cursor.fetchall()}
+    applied: list[int] = []
+    for migration in MIGRATIONS:
+        if migration.id in done:
+            continue
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            # A concurrent process may have applied it while we waited for the write lock.
+            async with conn.execute("SELECT 1 FROM _migrations WHERE id = ?", (migration.id,)) as cursor:
+                if await cursor.fetchone() is not None:
+                    await conn.rollback()
+                    continue
+            for statement in _statements(migration.sql):
+                await conn.execute(statement)
+            await conn.execute(
+                "INSERT INTO _migrations (id, name, applied_at) VALUES (?, ?, ?)",
+                (migration.id, migration.name, datetime.now(UTC).isoformat(timespec="seconds")),
+            )
+        except BaseException:
+            await conn.rollback()
+            raise
+        await conn.commit()
+        applied.append(migration.id)
+    return applied
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script on semicolons (migrations hold no string literals with ';')."""
+    return [part.strip() for part in script.split(";") if part.strip()]

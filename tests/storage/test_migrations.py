@@ -1,0 +1,45 @@
+from pathlib import Path
+
+from storage import Database
+from storage.migrations import MIGRATIONS
+
+
+async def test_migrations_are_recorded_in_order_and_applied_once(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    first = await Database.open(path)
+    rows = await first.fetch_all("SELECT id FROM _migrations ORDER BY id")
+    assert [r["id"] for r in rows] == [m.id for m in MIGRATIONS]
+    await first.close()
+    second = await Database.open(path)
+    again = await second.fetch_all("SELECT id FROM _migrations ORDER BY id")
+    assert [r["id"] for r in again] == [m.id for m in MIGRATIONS]
+    await second.close()
+
+
+def test_migration_ids_are_unique_and_increasing() -> None:
+    ids = [m.id for m in MIGRATIONS]
+    assert ids == sorted(set(ids))
+
+
+async def test_database_uses_wal_mode(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "w.db")
+    row = await db.fetch_one("PRAGMA journal_mode")
+    assert row is not None and row[0] == "wal"
+    await db.close()
+
+
+async def test_a_failed_transaction_leaves_nothing_behind(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "t.db")
+    try:
+        async with db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO pumps (pump_id, name, location, model, power_kw, rated_speed_rpm, machine_group, "
+                "foundation, status, installed_on) VALUES ('PUMP-900', 'x', 'y', 'z', 1, 1, 1, 'rigid', 'online', "
+                "'2020-01-01')"
+            )
+            raise RuntimeError("boom")
+    except RuntimeError:
+        pass
+    row = await db.fetch_one("SELECT COUNT(*) AS n FROM pumps")
+    assert row is not None and row["n"] == 0
+    await db.close()

@@ -1,0 +1,84 @@
+"""Alarm queries."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from storage import Database
+from twin.identifiers import normalize_pump_id
+from twin.models import Severity
+
+MAX_ALARMS_LISTED = 50
+
+
+class Alarm(BaseModel):
+    """One alarm, naming its pump."""
+
+    model_config = ConfigDict(frozen=True)
+    alarm_id: str
+    pump_id: str
+    severity: Severity
+    sensor_type: str | None
+    message: str
+    value: float | None
+    raised_at: str
+    active: bool
+    acknowledged_at: str | None
+    acknowledged_by: str | None
+
+
+class AlarmList(BaseModel):
+    """A capped list of alarms, most severe and most recent first."""
+
+    model_config = ConfigDict(frozen=True)
+    filters: dict[str, str | bool]
+    count: int
+    returned: int
+    truncated: bool
+    alarms: list[Alarm]
+
+
+_FILTER = "(?1 IS NULL OR severity = ?1) AND (?2 IS NULL OR pump_id = ?2) AND (?3 = 0 OR active = 1)"
+
+
+class AlarmService:
+    """Read queries over alarms."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def list_alarms(
+        self, severity: Severity | None = None, pump_id: str | None = None, active_only: bool = True
+    ) -> AlarmList:
+        """Alarms filtered by severity, pump and activity; most severe, then most recent first; capped."""
+        pump = normalize_pump_id(pump_id) if pump_id is not None and pump_id.strip() else None
+        params = (severity.value if severity is not None else None, pump, 1 if active_only else 0)
+        filters: dict[str, str | bool] = {"active_only": active_only}
+        if severity is not None:
+            filters["severity"] = severity.value
+        if pump is not None:
+            filters["pump_id"] = pump
+        count_row = await self._db.fetch_one("SELECT COUNT(*) AS n FROM alarms WHERE " + _FILTER, params)
+        count = count_row["n"] if count_row else 0
+        rows = await self._db.fetch_all(
+            "SELECT * FROM alarms WHERE " + _FILTER + " ORDER BY "
+            "CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END DESC, "
+            "raised_at DESC, alarm_id LIMIT ?4",
+            (*params, MAX_ALARMS_LISTED),
+        )
+        alarms = [
+            Alarm(
+                alarm_id=row["alarm_id"],
+                pump_id=row["pump_id"],
+                severity=Severity(row["severity"]),
+                sensor_type=row["sensor_type"],
+                message=row["message"],
+                value=row["value"],
+                raised_at=row["raised_at"],
+                active=bool(row["active"]),
+                acknowledged_at=row["acknowledged_at"],
+                acknowledged_by=row["acknowledged_by"],
+            )
+            for row in rows
+        ]
+        return AlarmList(filters=filters, count=count, returned=len(alarms), truncated=count > len(alarms), alarms=alarms)

@@ -1,0 +1,239 @@
+"""The sample fleet PumpOps ships: eight pumps across four stations, with history and alarms.
+
+Values follow the project's domain reference: PUMP-007 (Group 1, rigid) is at 9.4 mm/s, zone D, with
+a critical alarm; PUMP-004 (Group 1, flexible) is at 7.8 mm/s, zone C, with a high alarm; the others
+sit mostly in zones A-B.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from storage import Database
+from twin.iso10816 import boundaries
+from twin.models import SENSOR_SPECS, Foundation, SensorType
+
+HISTORY_DAYS = 90
+READING_INTERVAL_HOURS = 6
+
+
+@dataclass(frozen=True)
+class PumpSpec:
+    """One pump of the sample fleet and where its sensors end up."""
+
+    pump_id: str
+    name: str
+    location: str
+    model: str
+    power_kw: float
+    rated_speed_rpm: int
+    machine_group: int
+    foundation: Foundation
+    status: str
+    installed_on: str
+    last_maintenance_on: str
+    duty_flow_m3h: float
+    duty_pressure_bar: float
+    rated_current_a: float
+    latest: dict[SensorType, float]
+    vibration_start: float
+
+
+AF400 = ("Aquaflow AF-400", 450.0, 1480, 1, 1800.0, 6.0, 48.0)
+AF150 = ("Aquaflow AF-150", 110.0, 2960, 2, 400.0, 5.0, 190.0)
+VT600 = ("Deepline VT-600", 630.0, 1480, 1, 2400.0, 4.5, 66.0)
+
+
+def _pump(
+    pump_id: str,
+    name: str,
+    location: str,
+    model: tuple[str, float, int, int, float, float, float],
+    foundation: Foundation,
+    status: str,
+    installed_on: str,
+    last_maintenance_on: str,
+    latest: tuple[float, float, float, float, float],
+    vibration_start: float | None = None,
+) -> PumpSpec:
+    model_name, power, speed, group, flow, pressure, current = model
+    vib, temp, q, p, i = latest
+    return PumpSpec(
+        pump_id=pump_id,
+        name=name,
+        location=location,
+        model=model_name,
+        power_kw=power,
+        rated_speed_rpm=speed,
+        machine_group=group,
+        foundation=foundation,
+        status=status,
+        installed_on=installed_on,
+        last_maintenance_on=last_maintenance_on,
+        duty_flow_m3h=flow,
+        duty_pressure_bar=pressure,
+        rated_current_a=current,
+        latest={
+            SensorType.VIBRATION: vib,
+            SensorType.BEARING_TEMPERATURE: temp,
+            SensorType.FLOW: q,
+            SensorType.DISCHARGE_PRESSURE: p,
+            SensorType.MOTOR_CURRENT: i,
+        },
+        vibration_start=vib if vibration_start is None else vibration_start,
+    )
+
+
+SAMPLE_PUMPS: tuple[PumpSpec, ...] = (
+    _pump("PUMP-001", "Raw Water Intake 1", "Station-A", AF400, Foundation.RIGID, "online",
+          "2019-04-11", "2026-06-15", (2.1, 58.0, 1790.0, 6.1, 47.0)),
+    _pump("PUMP-002", "Raw Water Intake 2", "Station-A", AF400, Foundation.RIGID, "online",
+          "2019-04-11", "2026-05-02", (3.2, 61.0, 1750.0, 5.9, 48.5)),
+    _pump("PUMP-003", "Booster 1", "Station-B", AF150, Foundation.RIGID, "maintenance",
+          "2021-09-30", "2026-11-20", (1.1, 41.0, 385.0, 4.9, 183.0)),
+    _pump("PUMP-004", "Booster 2", "Station-B", AF400, Foundation.FLEXIBLE, "online",
+          "2023-01-20", "2026-03-09", (7.8, 72.0, 1700.0, 5.7, 50.5), vibration_start=5.6),
+    _pump("PUMP-005", "Transfer 1", "Station-C", VT600, Foundation.RIGID, "online",
+          "2017-06-05", "2026-04-21", (3.9, 66.0, 2380.0, 4.4, 65.0)),
+    _pump("PUMP-006", "Transfer 2", "Station-C", VT600, Foundation.RIGID, "offline",
+          "2017-06-05", "2026-02-14", (2.4, 38.0, 1890.0, 3.7, 58.0)),
+    _pump("PUMP-007", "Transfer 3", "Station-C", AF400, Foundation.RIGID, "online",
+          "2018-03-14", "2025-08-22", (9.4, 81.0, 1650.0, 5.5, 52.0), vibration_start=4.8),
+    _pump("PUMP-008", "Distribution 1", "Station-D", AF150, Foundation.FLEXIBLE, "online",
+          "2022-11-02", "2026-07-30", (2.6, 55.0, 395.0, 5.1, 180.0)),
+)
+
+
+@dataclass(frozen=True)
+class AlarmSpec:
+    """One alarm of the sample fleet; ``hours_ago`` is relative to the load time."""
+
+    alarm_id: str
+    pump_id: str
+    sensor_type: SensorType | None
+    severity: str
+    message: str
+    value: float | None
+    hours_ago: float
+    active: bool
+
+
+SAMPLE_ALARMS: tuple[AlarmSpec, ...] = (
+    AlarmSpec("ALM-0001", "PUMP-007", SensorType.VIBRATION, "critical",
+              "Vibration 9.4 mm/s r.m.s. on the drive-end bearing housing, above the ISO 10816-3 zone C/D "
+              "boundary of 7.1 mm/s for a Group 1 pump on a rigid foundation.", 9.4, 3, True),
+    AlarmSpec("ALM-0002", "PUMP-004", SensorType.VIBRATION, "high",
+              "Vibration elevated at 7.8 mm/s r.m.s., inside ISO 10816-3 zone C for a Group 1 pump on a "
+              "flexible foundation (B/C 7.1, C/D 11.0 mm/s).", 7.8, 20, True),
+    AlarmSpec("ALM-0003", "PUMP-007", SensorType.BEARING_TEMPERATURE, "medium",
+              "Drive-end bearing temperature rising: 81 °C (alarm level 85 °C).", 81.0, 6, True),
+    AlarmSpec("ALM-0004", "PUMP-006", SensorType.DISCHARGE_PRESSURE, "medium",
+              "Tripped on low discharge pressure (3.7 bar against a 4.5 bar duty point); held offline "
+              "pending inspection.", 3.7, 52, True),
+    AlarmSpec("ALM-0005", "PUMP-008", SensorType.FLOW, "low",
+              "Flow transmitter communication intermittent; readings may be stale.", None, 30, True),
+    AlarmSpec("ALM-0006", "PUMP-007", SensorType.VIBRATION, "high",
+              "Vibration 6.2 mm/s r.m.s., inside ISO 10816-3 zone C.", 6.2, 24 * 40, False),
+    AlarmSpec("ALM-0007", "PUMP-002", SensorType.BEARING_TEMPERATURE, "low",
+              "Bearing temperature briefly 71 °C during a hot afternoon; returned to normal.", 71.0, 24 * 65, False),
+)
+
+SAMPLE_MAINTENANCE: tuple[tuple[str, str, str, str, str], ...] = (
+    ("PUMP-007", "2025-08-22", "preventive", "Bearing regrease, coupling alignment check (within 0.05 mm).", "R. Okafor"),
+    ("PUMP-007", "2024-09-10", "corrective", "Replaced mechanical seal after flush-pot level alarm.", "R. Okafor"),
+    ("PUMP-004", "2026-03-09", "inspection", "Baseplate and grout inspection; soft-foot noted on motor feet.", "L. Haas"),
+    ("PUMP-004", "2023-01-20", "inspection", "Commissioning: baseline vibration 2.9 mm/s.", "L. Haas"),
+    ("PUMP-001", "2026-06-15", "preventive", "Annual service: oil change, alignment, seal inspection.", "M. Ruiz"),
+    ("PUMP-002", "2026-05-02", "preventive", "Annual service: oil change, alignment, seal inspection.", "M. Ruiz"),
+    ("PUMP-003", "2026-11-20", "corrective", "Impeller wear-ring replacement under way.", "J. Chen"),
+    ("PUMP-005", "2026-04-21", "preventive", "Line-shaft bearing lubrication and packing adjustment.", "J. Chen"),
+    ("PUMP-006", "2026-02-14", "preventive", "Line-shaft bearing lubrication and packing adjustment.", "J. Chen"),
+    ("PUMP-008", "2026-07-30", "preventive", "Motor bearing regrease; seal face inspection.", "M. Ruiz"),
+)
+
+
+def alarm_threshold(spec: PumpSpec, sensor_type: SensorType) -> float:
+    """The alarm threshold for one of a pump's sensors.
+
+    Vibration alarms at the ISO 10816-3 B/C boundary of the pump's class; bearing temperature at
+    85 °C; flow and discharge pressure 15 % below the duty point; motor current 10 % above rating.
+    """
+    if sensor_type is SensorType.VIBRATION:
+        return boundaries(spec.machine_group, spec.foundation)[1]
+    if sensor_type is SensorType.BEARING_TEMPERATURE:
+        return 85.0
+    if sensor_type is SensorType.FLOW:
+        return round(spec.duty_flow_m3h * 0.85, 1)
+    if sensor_type is SensorType.DISCHARGE_PRESSURE:
+        return round(spec.duty_pressure_bar * 0.85, 2)
+    return round(spec.rated_current_a * 1.10, 1)
+
+
+def format_ts(value: datetime) -> str:
+    """UTC timestamp as stored: ``YYYY-MM-DDTHH:MM:SSZ``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _series(spec: PumpSpec, sensor_type: SensorType, times: int, rng: random.Random) -> list[float]:
+    """A reading history ending exactly at the pump's latest value; vibration drifts from its start."""
+    end = spec.latest[sensor_type]
+    start = spec.vibration_start if sensor_type is SensorType.VIBRATION else end
+    values = []
+    for k in range(times):
+        fraction = k / (times - 1)
+        # Drift accelerates towards the end, as wear does.
+        base = start + (end - start) * fraction**1.6
+        noise = 0.0 if k == times - 1 else rng.gauss(0.0, abs(end) * 0.015 + 0.02)
+        daily = 0.01 * abs(end) * math.sin(2 * math.pi * k * READING_INTERVAL_HOURS / 24)
+        values.append(round(base + noise + (0.0 if k == times - 1 else daily), 2))
+    return values
+
+
+async def load_sample_fleet(db: Database, now: datetime | None = None) -> bool:
+    """Load the sample fleet if the registry is empty; return whether anything was loaded."""
+    existing = await db.fetch_one("SELECT COUNT(*) AS n FROM pumps")
+    if existing is not None and existing["n"] > 0:
+        return False
+    now = (now or datetime.now(UTC)).replace(minute=0, second=0, microsecond=0)
+    rng = random.Random(20261202)
+    times = HISTORY_DAYS * 24 // READING_INTERVAL_HOURS + 1
+    stamps = [format_ts(now - timedelta(hours=READING_INTERVAL_HOURS * (times - 1 - k))) for k in range(times)]
+    async with db.transaction() as conn:
+        for spec in SAMPLE_PUMPS:
+            await conn.execute(
+                "INSERT INTO pumps (pump_id, name, location, model, power_kw, rated_speed_rpm, machine_group, "
+                "foundation, status, installed_on, last_maintenance_on) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (spec.pump_id, spec.name, spec.location, spec.model, spec.power_kw, spec.rated_speed_rpm,
+                 spec.machine_group, spec.foundation.value, spec.status, spec.installed_on, spec.last_maintenance_on),
+            )
+            for sensor_type, sensor_spec in SENSOR_SPECS.items():
+                sensor_id = f"{spec.pump_id}-{sensor_type.value}"
+                values = _series(spec, sensor_type, times, rng)
+                await conn.execute(
+                    "INSERT INTO sensors (sensor_id, pump_id, sensor_type, unit, bad_direction, alarm_threshold, "
+                    "latest_value, latest_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (sensor_id, spec.pump_id, sensor_type.value, sensor_spec.unit, sensor_spec.bad_direction.value,
+                     alarm_threshold(spec, sensor_type), values[-1], stamps[-1]),
+                )
+                await conn.executemany(
+                    "INSERT INTO readings (sensor_id, recorded_at, value) VALUES (?, ?, ?)",
+                    [(sensor_id, stamp, value) for stamp, value in zip(stamps, values, strict=True)],
+                )
+        for alarm in SAMPLE_ALARMS:
+            raised = now - timedelta(hours=alarm.hours_ago)
+            await conn.execute(
+                "INSERT INTO alarms (alarm_id, pump_id, sensor_type, severity, message, value, raised_at, active, "
+                "cleared_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (alarm.alarm_id, alarm.pump_id, alarm.sensor_type.value if alarm.sensor_type else None,
+                 alarm.severity, alarm.message, alarm.value, format_ts(raised), 1 if alarm.active else 0,
+                 None if alarm.active else format_ts(raised + timedelta(hours=8))),
+            )
+        await conn.executemany(
+            "INSERT INTO maintenance_records (pump_id, performed_on, kind, description, technician) "
+            "VALUES (?, ?, ?, ?, ?)",
+            SAMPLE_MAINTENANCE,
+        )
+    return True
