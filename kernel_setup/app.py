@@ -11,7 +11,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from semantic_kernel import Kernel
+from semantic_kernel.filters.filter_types import FilterTypes
 
+from kernel_setup.filters import validate_arguments
 from kernel_setup.settings import Settings
 from plugins import AlarmsPlugin, AssetsPlugin, SensorsPlugin
 from storage import Database
@@ -32,7 +34,8 @@ class AppContext:
 
 
 def add_pumpops_plugins(kernel: Kernel, app: AppContext) -> Kernel:
-    """Add the PumpOps plugins to ``kernel`` (an integrator's own kernel included)."""
+    """Add the PumpOps plugins and the filters that guard them to ``kernel`` (an integrator's own included)."""
+    kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, validate_arguments)
     kernel.add_plugin(AssetsPlugin(app.assets), plugin_name="assets")
     kernel.add_plugin(AlarmsPlugin(app.alarms), plugin_name="alarms")
     kernel.add_plugin(SensorsPlugin(app.sensors), plugin_name="sensors")

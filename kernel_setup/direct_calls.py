@@ -13,6 +13,7 @@ from semantic_kernel.connectors.ai.function_calling_utils import kernel_function
 from semantic_kernel.exceptions import KernelFunctionNotFoundError, KernelPluginNotFoundError
 from semantic_kernel.functions import KernelArguments, KernelFunction
 
+from kernel_setup.arguments import coerce_arguments, usage
 from kernel_setup.errors import ToolCallError
 from storage.errors import PumpOpsError
 
@@ -45,54 +46,31 @@ def resolve_function(kernel: Kernel, name: str) -> KernelFunction:
 def parse_arguments(function: KernelFunction, pairs: list[str]) -> dict[str, Any]:
     """Turn ``key=value`` strings into typed arguments using the function's parameter schema.
 
+    Values that look like JSON objects or arrays are parsed as JSON; everything else is typed by the
+    same check the kernel filter applies to every call.
+
     Raises:
-        ToolCallError: a malformed pair, an unknown or repeated key, a value of the wrong type, or a
-            missing required parameter; the message shows valid input.
+        ToolCallError: a malformed pair or a repeated key; ToolArgumentError for values that do
+            not fit the schema.
     """
-    params = {p.name: p for p in function.metadata.parameters if p.include_in_function_choices}
-    usage = " ".join(f"{n}=<{(p.schema_data or {}).get('type', 'string')}>" for n, p in params.items()) or "(none)"
     values: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ToolCallError(f"Argument {pair!r} is not key=value. Parameters: {usage}.")
-        if key not in params:
-            raise ToolCallError(f"{function.fully_qualified_name} has no parameter {key!r}. Parameters: {usage}.")
+            raise ToolCallError(f"Argument {pair!r} is not key=value. Parameters: {usage(function.metadata)}.")
         if key in values:
             raise ToolCallError(f"Parameter {key!r} is given twice.")
-        values[key] = _coerce(key, raw, params[key].schema_data or {})
-    missing = [n for n, p in params.items() if p.is_required and n not in values]
-    if missing:
-        raise ToolCallError(f"Missing required parameter(s) {', '.join(missing)}. Parameters: {usage}.")
-    return values
+        values[key] = _maybe_json(raw)
+    return coerce_arguments(function.metadata, values)
 
 
-def _coerce(key: str, raw: str, schema: dict[str, Any]) -> Any:
-    kind = schema.get("type", "string")
-    kinds = kind if isinstance(kind, list) else [kind]
-    if "enum" in schema and raw not in schema["enum"]:
-        raise ToolCallError(f"{key}={raw!r} is not allowed; choose one of {', '.join(map(str, schema['enum']))}.")
-    if "integer" in kinds:
-        try:
-            return int(raw)
-        except ValueError as exc:
-            raise ToolCallError(f"{key}={raw!r} must be a whole number, e.g. {key}=30.") from exc
-    if "number" in kinds:
-        try:
-            return float(raw)
-        except ValueError as exc:
-            raise ToolCallError(f"{key}={raw!r} must be a number, e.g. {key}=7.5.") from exc
-    if "boolean" in kinds:
-        lowered = raw.strip().lower()
-        if lowered not in {"true", "false"}:
-            raise ToolCallError(f"{key}={raw!r} must be true or false.")
-        return lowered == "true"
-    if "object" in kinds or "array" in kinds:
+def _maybe_json(raw: str) -> Any:
+    if raw.lstrip().startswith(("{", "[")):
         try:
             return json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ToolCallError(f"{key} must be JSON: {exc.msg}.") from exc
+        except json.JSONDecodeError:
+            return raw
     return raw
 
 

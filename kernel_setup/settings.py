@@ -203,9 +203,7 @@ def find_settings_file(explicit: str | os.PathLike[str] | None, env: Mapping[str
     return local if local.is_file() else None
 
 
-def load_settings(
-    path: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None
-) -> Settings:
+def load_settings(path: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None) -> Settings:
     """Load settings by the lookup order, apply environment overrides and validate them.
 
     Raises:

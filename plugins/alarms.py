@@ -30,7 +30,9 @@ class AlarmsPlugin:
         self,
         severity: Annotated[Severity | None, "Only alarms of this severity, e.g. 'critical'. Omit for all."] = None,
         pump_id: Annotated[str | None, "Only alarms of this pump, e.g. 'PUMP-007'. Omit for every pump."] = None,
-        active_only: Annotated[bool, "True (default) for active alarms only; false to include cleared history."] = True,
+        active_only: Annotated[
+            bool, "Only active alarms, e.g. true (the default); false also returns cleared history."
+        ] = True,
     ) -> str:
         """Filtered alarm list as JSON."""
         return to_json(await self._service.list_alarms(severity=severity, pump_id=pump_id, active_only=active_only))

@@ -61,8 +61,6 @@ class AssetsPlugin:
             "Needs the exact pump id."
         ),
     )
-    async def get_pump_details(
-        self, pump_id: Annotated[str, "Exact pump identifier, e.g. 'PUMP-007'."]
-    ) -> str:
+    async def get_pump_details(self, pump_id: Annotated[str, "Exact pump identifier, e.g. 'PUMP-007'."]) -> str:
         """One pump's details as JSON."""
         return to_json(await self._service.pump_details(pump_id))

@@ -15,7 +15,6 @@ from storage.errors import StorageError
 from storage.migrations import apply_migrations
 
 
-
 class Database:
     """The project's SQLite database.
 

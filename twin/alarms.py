@@ -81,4 +81,6 @@ class AlarmService:
             )
             for row in rows
         ]
-        return AlarmList(filters=filters, count=count, returned=len(alarms), truncated=count > len(alarms), alarms=alarms)
+        return AlarmList(
+            filters=filters, count=count, returned=len(alarms), truncated=count > len(alarms), alarms=alarms
+        )

@@ -14,7 +14,6 @@ MAX_PUMPS_LISTED = 50
 MAX_LOCATION_LENGTH = 200
 
 
-
 class _Result(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -124,8 +123,9 @@ class AssetService:
         worst = await self._db.fetch_one(
             """
             SELECT p.pump_id, p.name, p.location, p.status,
-                   (SELECT MAX(CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END) FROM alarms a WHERE a.pump_id = p.pump_id AND a.active = 1)
-                       AS severity_rank,
+                   (SELECT MAX(CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3
+                                             WHEN 'medium' THEN 2 ELSE 1 END)
+                    FROM alarms a WHERE a.pump_id = p.pump_id AND a.active = 1) AS severity_rank,
                    s.latest_value AS vibration
             FROM pumps p
             LEFT JOIN sensors s ON s.pump_id = p.pump_id AND s.sensor_type = 'vibration'
@@ -225,7 +225,8 @@ class AssetService:
         alarms = await self._db.fetch_all(
             "SELECT alarm_id, severity, sensor_type, message, value, raised_at, acknowledged_at FROM alarms "
             "WHERE pump_id = ? AND active = 1 ORDER BY "
-            "CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END DESC, raised_at DESC",
+            "CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END DESC, "
+            "raised_at DESC",
             (wanted,),
         )
         foundation = Foundation(pump["foundation"])

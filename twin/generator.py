@@ -76,8 +76,8 @@ async def generate_fleet(
             rng, next_number + batch_start, batch, stamps, now, alarm_number + alarms
         )
         alarms += len(alarm_rows)
-        first_id = first_id or pump_rows[0][0]
-        last_id = pump_rows[-1][0]
+        first_id = first_id or str(pump_rows[0][0])
+        last_id = str(pump_rows[-1][0])
         async with db.transaction() as conn:
             await conn.executemany(
                 "INSERT INTO pumps (pump_id, name, location, model, power_kw, rated_speed_rpm, machine_group, "
@@ -142,8 +142,21 @@ def _batch(
         status = str(rng.choice(["online", "online", "online", "online", "online", "offline", "maintenance"]))
         installed = (now - timedelta(days=int(rng.integers(200, 6000)))).date().isoformat()
         serviced = (now - timedelta(days=int(rng.integers(10, 400)))).date().isoformat()
-        pump_rows.append((pump_id, f"Pump {number}", station, model_name, power, speed, group, foundation.value,
-                          status, installed, serviced))
+        pump_rows.append(
+            (
+                pump_id,
+                f"Pump {number}",
+                station,
+                model_name,
+                power,
+                speed,
+                group,
+                foundation.value,
+                status,
+                installed,
+                serviced,
+            )
+        )
         _, bc, cd = boundaries(group, foundation)
         drifting = rng.random() < DRIFTING_SHARE
         levels = {
@@ -168,19 +181,35 @@ def _batch(
                 series = series + ramp * rng.uniform(0.5, 1.4) * bc
             values = np.round(np.maximum(series, 0.0), 2).tolist()
             sensor_id = f"{pump_id}-{sensor_type.value}"
-            sensor_rows.append((sensor_id, pump_id, sensor_type.value, spec.unit, spec.bad_direction.value,
-                                thresholds[sensor_type], values[-1], stamps[-1]))
+            sensor_rows.append(
+                (
+                    sensor_id,
+                    pump_id,
+                    sensor_type.value,
+                    spec.unit,
+                    spec.bad_direction.value,
+                    thresholds[sensor_type],
+                    values[-1],
+                    stamps[-1],
+                )
+            )
             reading_rows.extend(zip([sensor_id] * times, stamps, values, strict=True))
             if sensor_type is SensorType.VIBRATION:
                 zone = assess(values[-1], group, foundation).zone
                 if zone in (Zone.C, Zone.D):
                     severity = "critical" if zone is Zone.D else "high"
-                    alarm_rows.append((
-                        f"ALM-{first_alarm + len(alarm_rows):04d}", pump_id, sensor_type.value, severity,
-                        f"Vibration {values[-1]} mm/s r.m.s., ISO 10816-3 zone {zone.value} "
-                        f"(B/C {bc}, C/D {cd} mm/s).",
-                        values[-1], stamps[-1],
-                    ))
+                    alarm_rows.append(
+                        (
+                            f"ALM-{first_alarm + len(alarm_rows):04d}",
+                            pump_id,
+                            sensor_type.value,
+                            severity,
+                            f"Vibration {values[-1]} mm/s r.m.s., ISO 10816-3 zone {zone.value} "
+                            f"(B/C {bc}, C/D {cd} mm/s).",
+                            values[-1],
+                            stamps[-1],
+                        )
+                    )
     return pump_rows, sensor_rows, reading_rows, alarm_rows
 
 

@@ -41,5 +41,5 @@ def normalize_alarm_id(raw: str) -> str:
 
 
 def escape_like(value: str) -> str:
-    """Escape LIKE wildcards so user text matches literally (use with ``ESCAPE '\\'``)."""
+    r"""Escape LIKE wildcards so user text matches literally (use with ``ESCAPE '\'``)."""
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

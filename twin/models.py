@@ -71,5 +71,7 @@ SENSOR_SPECS: dict[SensorType, SensorSpec] = {
     SensorType.DISCHARGE_PRESSURE: SensorSpec(
         sensor_type=SensorType.DISCHARGE_PRESSURE, unit="bar", bad_direction=BadDirection.LOW
     ),
-    SensorType.MOTOR_CURRENT: SensorSpec(sensor_type=SensorType.MOTOR_CURRENT, unit="A", bad_direction=BadDirection.HIGH),
+    SensorType.MOTOR_CURRENT: SensorSpec(
+        sensor_type=SensorType.MOTOR_CURRENT, unit="A", bad_direction=BadDirection.HIGH
+    ),
 }

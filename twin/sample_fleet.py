@@ -39,7 +39,7 @@ class PumpSpec:
     duty_pressure_bar: float
     rated_current_a: float
     latest: dict[SensorType, float]
-    vibration_start: float
+    starts: dict[SensorType, float]
 
 
 AF400 = ("Aquaflow AF-400", 450.0, 1480, 1, 1800.0, 6.0, 48.0)
@@ -57,7 +57,7 @@ def _pump(
     installed_on: str,
     last_maintenance_on: str,
     latest: tuple[float, float, float, float, float],
-    vibration_start: float | None = None,
+    starts: dict[SensorType, float] | None = None,
 ) -> PumpSpec:
     model_name, power, speed, group, flow, pressure, current = model
     vib, temp, q, p, i = latest
@@ -83,27 +83,102 @@ def _pump(
             SensorType.DISCHARGE_PRESSURE: p,
             SensorType.MOTOR_CURRENT: i,
         },
-        vibration_start=vib if vibration_start is None else vibration_start,
+        starts=starts or {},
     )
 
 
 SAMPLE_PUMPS: tuple[PumpSpec, ...] = (
-    _pump("PUMP-001", "Raw Water Intake 1", "Station-A", AF400, Foundation.RIGID, "online",
-          "2019-04-11", "2026-06-15", (2.1, 58.0, 1790.0, 6.1, 47.0)),
-    _pump("PUMP-002", "Raw Water Intake 2", "Station-A", AF400, Foundation.RIGID, "online",
-          "2019-04-11", "2026-05-02", (3.2, 61.0, 1750.0, 5.9, 48.5)),
-    _pump("PUMP-003", "Booster 1", "Station-B", AF150, Foundation.RIGID, "maintenance",
-          "2021-09-30", "2026-11-20", (1.1, 41.0, 385.0, 4.9, 183.0)),
-    _pump("PUMP-004", "Booster 2", "Station-B", AF400, Foundation.FLEXIBLE, "online",
-          "2023-01-20", "2026-03-09", (7.8, 72.0, 1700.0, 5.7, 50.5), vibration_start=5.6),
-    _pump("PUMP-005", "Transfer 1", "Station-C", VT600, Foundation.RIGID, "online",
-          "2017-06-05", "2026-04-21", (3.9, 66.0, 2380.0, 4.4, 65.0)),
-    _pump("PUMP-006", "Transfer 2", "Station-C", VT600, Foundation.RIGID, "offline",
-          "2017-06-05", "2026-02-14", (2.4, 38.0, 1890.0, 3.7, 58.0)),
-    _pump("PUMP-007", "Transfer 3", "Station-C", AF400, Foundation.RIGID, "online",
-          "2018-03-14", "2025-08-22", (9.4, 81.0, 1650.0, 5.5, 52.0), vibration_start=4.8),
-    _pump("PUMP-008", "Distribution 1", "Station-D", AF150, Foundation.FLEXIBLE, "online",
-          "2022-11-02", "2026-07-30", (2.6, 55.0, 395.0, 5.1, 180.0)),
+    _pump(
+        "PUMP-001",
+        "Raw Water Intake 1",
+        "Station-A",
+        AF400,
+        Foundation.RIGID,
+        "online",
+        "2019-04-11",
+        "2026-06-15",
+        (2.1, 58.0, 1790.0, 6.1, 47.0),
+    ),
+    _pump(
+        "PUMP-002",
+        "Raw Water Intake 2",
+        "Station-A",
+        AF400,
+        Foundation.RIGID,
+        "online",
+        "2019-04-11",
+        "2026-05-02",
+        (3.2, 61.0, 1750.0, 5.9, 48.5),
+    ),
+    _pump(
+        "PUMP-003",
+        "Booster 1",
+        "Station-B",
+        AF150,
+        Foundation.RIGID,
+        "maintenance",
+        "2021-09-30",
+        "2026-11-20",
+        (1.1, 41.0, 385.0, 4.9, 183.0),
+    ),
+    _pump(
+        "PUMP-004",
+        "Booster 2",
+        "Station-B",
+        AF400,
+        Foundation.FLEXIBLE,
+        "online",
+        "2023-01-20",
+        "2026-03-09",
+        (7.8, 72.0, 1700.0, 5.7, 50.5),
+        {SensorType.VIBRATION: 5.6},
+    ),
+    _pump(
+        "PUMP-005",
+        "Transfer 1",
+        "Station-C",
+        VT600,
+        Foundation.RIGID,
+        "online",
+        "2017-06-05",
+        "2026-04-21",
+        (3.9, 66.0, 2380.0, 4.4, 65.0),
+        {SensorType.VIBRATION: 3.1},
+    ),
+    _pump(
+        "PUMP-006",
+        "Transfer 2",
+        "Station-C",
+        VT600,
+        Foundation.RIGID,
+        "offline",
+        "2017-06-05",
+        "2026-02-14",
+        (2.4, 38.0, 1890.0, 3.7, 58.0),
+    ),
+    _pump(
+        "PUMP-007",
+        "Transfer 3",
+        "Station-C",
+        AF400,
+        Foundation.RIGID,
+        "online",
+        "2018-03-14",
+        "2025-08-22",
+        (9.4, 81.0, 1650.0, 5.5, 52.0),
+        {SensorType.VIBRATION: 4.8, SensorType.BEARING_TEMPERATURE: 66.0},
+    ),
+    _pump(
+        "PUMP-008",
+        "Distribution 1",
+        "Station-D",
+        AF150,
+        Foundation.FLEXIBLE,
+        "online",
+        "2022-11-02",
+        "2026-07-30",
+        (2.6, 55.0, 395.0, 5.1, 180.0),
+    ),
 )
 
 
@@ -122,29 +197,96 @@ class AlarmSpec:
 
 
 SAMPLE_ALARMS: tuple[AlarmSpec, ...] = (
-    AlarmSpec("ALM-0001", "PUMP-007", SensorType.VIBRATION, "critical",
-              "Vibration 9.4 mm/s r.m.s. on the drive-end bearing housing, above the ISO 10816-3 zone C/D "
-              "boundary of 7.1 mm/s for a Group 1 pump on a rigid foundation.", 9.4, 3, True),
-    AlarmSpec("ALM-0002", "PUMP-004", SensorType.VIBRATION, "high",
-              "Vibration elevated at 7.8 mm/s r.m.s., inside ISO 10816-3 zone C for a Group 1 pump on a "
-              "flexible foundation (B/C 7.1, C/D 11.0 mm/s).", 7.8, 20, True),
-    AlarmSpec("ALM-0003", "PUMP-007", SensorType.BEARING_TEMPERATURE, "medium",
-              "Drive-end bearing temperature rising: 81 °C (alarm level 85 °C).", 81.0, 6, True),
-    AlarmSpec("ALM-0004", "PUMP-006", SensorType.DISCHARGE_PRESSURE, "medium",
-              "Tripped on low discharge pressure (3.7 bar against a 4.5 bar duty point); held offline "
-              "pending inspection.", 3.7, 52, True),
-    AlarmSpec("ALM-0005", "PUMP-008", SensorType.FLOW, "low",
-              "Flow transmitter communication intermittent; readings may be stale.", None, 30, True),
-    AlarmSpec("ALM-0006", "PUMP-007", SensorType.VIBRATION, "high",
-              "Vibration 6.2 mm/s r.m.s., inside ISO 10816-3 zone C.", 6.2, 24 * 40, False),
-    AlarmSpec("ALM-0007", "PUMP-002", SensorType.BEARING_TEMPERATURE, "low",
-              "Bearing temperature briefly 71 °C during a hot afternoon; returned to normal.", 71.0, 24 * 65, False),
+    AlarmSpec(
+        "ALM-0001",
+        "PUMP-007",
+        SensorType.VIBRATION,
+        "critical",
+        "Vibration 9.4 mm/s r.m.s. on the drive-end bearing housing, above the ISO 10816-3 zone C/D "
+        "boundary of 7.1 mm/s for a Group 1 pump on a rigid foundation.",
+        9.4,
+        3,
+        True,
+    ),
+    AlarmSpec(
+        "ALM-0002",
+        "PUMP-004",
+        SensorType.VIBRATION,
+        "high",
+        "Vibration elevated at 7.8 mm/s r.m.s., inside ISO 10816-3 zone C for a Group 1 pump on a "
+        "flexible foundation (B/C 7.1, C/D 11.0 mm/s).",
+        7.8,
+        20,
+        True,
+    ),
+    AlarmSpec(
+        "ALM-0003",
+        "PUMP-007",
+        SensorType.BEARING_TEMPERATURE,
+        "medium",
+        "Drive-end bearing temperature rising: 81 °C (alarm level 85 °C).",
+        81.0,
+        6,
+        True,
+    ),
+    AlarmSpec(
+        "ALM-0004",
+        "PUMP-006",
+        SensorType.DISCHARGE_PRESSURE,
+        "medium",
+        "Tripped on low discharge pressure (3.7 bar against a 4.5 bar duty point); held offline pending inspection.",
+        3.7,
+        52,
+        True,
+    ),
+    AlarmSpec(
+        "ALM-0005",
+        "PUMP-008",
+        SensorType.FLOW,
+        "low",
+        "Flow transmitter communication intermittent; readings may be stale.",
+        None,
+        30,
+        True,
+    ),
+    AlarmSpec(
+        "ALM-0006",
+        "PUMP-007",
+        SensorType.VIBRATION,
+        "high",
+        "Vibration 6.2 mm/s r.m.s., inside ISO 10816-3 zone C.",
+        6.2,
+        24 * 40,
+        False,
+    ),
+    AlarmSpec(
+        "ALM-0007",
+        "PUMP-002",
+        SensorType.BEARING_TEMPERATURE,
+        "low",
+        "Bearing temperature briefly 71 °C during a hot afternoon; returned to normal.",
+        71.0,
+        24 * 65,
+        False,
+    ),
 )
 
 SAMPLE_MAINTENANCE: tuple[tuple[str, str, str, str, str], ...] = (
-    ("PUMP-007", "2025-08-22", "preventive", "Bearing regrease, coupling alignment check (within 0.05 mm).", "R. Okafor"),
+    (
+        "PUMP-007",
+        "2025-08-22",
+        "preventive",
+        "Bearing regrease, coupling alignment check (within 0.05 mm).",
+        "R. Okafor",
+    ),
     ("PUMP-007", "2024-09-10", "corrective", "Replaced mechanical seal after flush-pot level alarm.", "R. Okafor"),
-    ("PUMP-004", "2026-03-09", "inspection", "Baseplate and grout inspection; soft-foot noted on motor feet.", "L. Haas"),
+    (
+        "PUMP-004",
+        "2026-03-09",
+        "inspection",
+        "Baseplate and grout inspection; soft-foot noted on motor feet.",
+        "L. Haas",
+    ),
     ("PUMP-004", "2023-01-20", "inspection", "Commissioning: baseline vibration 2.9 mm/s.", "L. Haas"),
     ("PUMP-001", "2026-06-15", "preventive", "Annual service: oil change, alignment, seal inspection.", "M. Ruiz"),
     ("PUMP-002", "2026-05-02", "preventive", "Annual service: oil change, alignment, seal inspection.", "M. Ruiz"),
@@ -178,9 +320,9 @@ def format_ts(value: datetime) -> str:
 
 
 def _series(spec: PumpSpec, sensor_type: SensorType, times: int, rng: random.Random) -> list[float]:
-    """A reading history ending exactly at the pump's latest value; vibration drifts from its start."""
+    """A reading history ending exactly at the pump's latest value, drifting from its start where it has one."""
     end = spec.latest[sensor_type]
-    start = spec.vibration_start if sensor_type is SensorType.VIBRATION else end
+    start = spec.starts.get(sensor_type, end)
     values = []
     for k in range(times):
         fraction = k / (times - 1)
@@ -206,8 +348,19 @@ async def load_sample_fleet(db: Database, now: datetime | None = None) -> bool:
             await conn.execute(
                 "INSERT INTO pumps (pump_id, name, location, model, power_kw, rated_speed_rpm, machine_group, "
                 "foundation, status, installed_on, last_maintenance_on) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (spec.pump_id, spec.name, spec.location, spec.model, spec.power_kw, spec.rated_speed_rpm,
-                 spec.machine_group, spec.foundation.value, spec.status, spec.installed_on, spec.last_maintenance_on),
+                (
+                    spec.pump_id,
+                    spec.name,
+                    spec.location,
+                    spec.model,
+                    spec.power_kw,
+                    spec.rated_speed_rpm,
+                    spec.machine_group,
+                    spec.foundation.value,
+                    spec.status,
+                    spec.installed_on,
+                    spec.last_maintenance_on,
+                ),
             )
             for sensor_type, sensor_spec in SENSOR_SPECS.items():
                 sensor_id = f"{spec.pump_id}-{sensor_type.value}"
@@ -215,8 +368,16 @@ async def load_sample_fleet(db: Database, now: datetime | None = None) -> bool:
                 await conn.execute(
                     "INSERT INTO sensors (sensor_id, pump_id, sensor_type, unit, bad_direction, alarm_threshold, "
                     "latest_value, latest_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (sensor_id, spec.pump_id, sensor_type.value, sensor_spec.unit, sensor_spec.bad_direction.value,
-                     alarm_threshold(spec, sensor_type), values[-1], stamps[-1]),
+                    (
+                        sensor_id,
+                        spec.pump_id,
+                        sensor_type.value,
+                        sensor_spec.unit,
+                        sensor_spec.bad_direction.value,
+                        alarm_threshold(spec, sensor_type),
+                        values[-1],
+                        stamps[-1],
+                    ),
                 )
                 await conn.executemany(
                     "INSERT INTO readings (sensor_id, recorded_at, value) VALUES (?, ?, ?)",
@@ -227,9 +388,17 @@ async def load_sample_fleet(db: Database, now: datetime | None = None) -> bool:
             await conn.execute(
                 "INSERT INTO alarms (alarm_id, pump_id, sensor_type, severity, message, value, raised_at, active, "
                 "cleared_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (alarm.alarm_id, alarm.pump_id, alarm.sensor_type.value if alarm.sensor_type else None,
-                 alarm.severity, alarm.message, alarm.value, format_ts(raised), 1 if alarm.active else 0,
-                 None if alarm.active else format_ts(raised + timedelta(hours=8))),
+                (
+                    alarm.alarm_id,
+                    alarm.pump_id,
+                    alarm.sensor_type.value if alarm.sensor_type else None,
+                    alarm.severity,
+                    alarm.message,
+                    alarm.value,
+                    format_ts(raised),
+                    1 if alarm.active else 0,
+                    None if alarm.active else format_ts(raised + timedelta(hours=8)),
+                ),
             )
         await conn.executemany(
             "INSERT INTO maintenance_records (pump_id, performed_on, kind, description, technician) "

@@ -16,6 +16,7 @@ from twin.models import SENSOR_SPECS, BadDirection, Foundation, SensorType
 MAX_READINGS_LISTED = 20
 MIN_TREND_DAYS = 1
 MAX_TREND_DAYS = 365
+PROJECTION_HORIZON_DAYS = 365
 
 
 class SensorReading(BaseModel):
@@ -53,6 +54,7 @@ class ProjectionStatus(str, Enum):
     CROSSES = "crosses_threshold"
     ALREADY_BEYOND = "already_beyond_threshold"
     NOT_TOWARD = "not_trending_toward_threshold"
+    BEYOND_HORIZON = "not_within_a_year"
     TOO_FEW_READINGS = "too_few_readings"
 
 
@@ -101,7 +103,11 @@ class SensorService:
         order = "s.latest_value DESC" if spec.bad_direction is BadDirection.HIGH else "s.latest_value ASC"
         query = (
             "SELECT s.pump_id, s.latest_value, s.latest_at, s.alarm_threshold, p.machine_group, p.foundation "
-            "FROM sensors s JOIN pumps p ON p.pump_id = s.pump_id WHERE " + where + " ORDER BY " + order + ", s.pump_id "
+            "FROM sensors s JOIN pumps p ON p.pump_id = s.pump_id WHERE "
+            + where
+            + " ORDER BY "
+            + order
+            + ", s.pump_id "
             "LIMIT ?4"
         )
         rows = await self._db.fetch_all(query, (*params, MAX_READINGS_LISTED))
@@ -144,8 +150,9 @@ class SensorService:
         )
 
     async def trend(self, pump_id: str, sensor_type: SensorType, days: int = 30) -> SensorTrend:
-        """Min, max, mean and least-squares slope over ``days`` ending at the latest reading, and when the
-        trend crosses the alarm threshold.
+        """Trend statistics over ``days`` ending at the latest reading, and when the trend crosses the alarm.
+
+        Min, max, mean and the least-squares slope per day are computed in SQL.
 
         Raises:
             InvalidInputError: ``days`` outside 1-365.
@@ -156,7 +163,8 @@ class SensorService:
         wanted = normalize_pump_id(pump_id)
         spec = SENSOR_SPECS[sensor_type]
         sensor = await self._db.fetch_one(
-            "SELECT sensor_id, alarm_threshold, latest_value, latest_at FROM sensors WHERE pump_id = ? AND sensor_type = ?",
+            "SELECT sensor_id, alarm_threshold, latest_value, latest_at FROM sensors "
+            "WHERE pump_id = ? AND sensor_type = ?",
             (wanted, sensor_type.value),
         )
         if sensor is None:
@@ -240,6 +248,8 @@ def _project(
     if not toward:
         return ProjectionStatus.NOT_TOWARD, None, None
     days_until = (threshold - latest) / slope
+    if days_until > PROJECTION_HORIZON_DAYS:
+        return ProjectionStatus.BEYOND_HORIZON, None, None
     crossing = end + timedelta(days=days_until)
     return ProjectionStatus.CROSSES, crossing.date().isoformat(), round(days_until, 1)
 

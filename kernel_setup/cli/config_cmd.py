@@ -12,9 +12,7 @@ app = typer.Typer(help="Inspect settings.", no_args_is_help=True)
 
 
 @app.command("show")
-def show(
-    ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON for machines.")
-) -> None:
+def show(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON for machines.")) -> None:
     """Print the effective settings (file, then environment overrides), secrets masked.
 
     Example: pumpops config show --json

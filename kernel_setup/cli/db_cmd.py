@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from kernel_setup.cli.common import print_json, run, state
 from storage import Database
-from twin.generator import generate_fleet
+from twin.generator import GenerationReport, generate_fleet
 from twin.sample_fleet import load_sample_fleet
 
 app = typer.Typer(help="Create, load and grow the asset registry.", no_args_is_help=True)
@@ -58,13 +58,17 @@ def generate(
     cli = state(ctx)
     settings = cli.settings()
 
-    async def work():  # type: ignore[no-untyped-def]
+    async def work() -> GenerationReport:
         db = await Database.open(settings.database_path)
         try:
             await load_sample_fleet(db)
             columns = (
-                TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TextColumn("pumps"),
-                TimeElapsedColumn(), TimeRemainingColumn(),
+                TextColumn("generating"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("pumps"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
             )
             with Progress(*columns, console=cli.err_console, disable=as_json) as bar:
                 task = bar.add_task("pumps", total=pumps)

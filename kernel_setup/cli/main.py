@@ -32,7 +32,9 @@ def root(
 ) -> None:
     """PumpOps: ask about pumps in plain language; every number comes from a tool."""
     # Errors reach the user once, as our own message; library logs only on request.
-    logging.basicConfig(level=logging.INFO if verbose else logging.CRITICAL, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.CRITICAL, format="%(levelname)s %(name)s: %(message)s"
+    )
     ctx.obj = CliState(settings_path=settings, console=Console(), err_console=Console(stderr=True, soft_wrap=True))
 
 

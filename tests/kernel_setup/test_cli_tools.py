@@ -1,0 +1,118 @@
+"""`pumpops` end to end in a subprocess: db init, tools list, tools call, config show, and clean errors."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PUMPOPS = Path(sys.executable).parent / "pumpops"
+
+
+def run_cli(settings_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("PUMPOPS_")}
+    return subprocess.run(
+        [str(PUMPOPS), "--settings", str(settings_file), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "COLUMNS": "200"},
+        cwd=settings_file.parent,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def cli_settings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("cli")
+    path = folder / "appsettings.json"
+    path.write_text(json.dumps({"Database": {"Path": "state/cli.db"}, "Qdrant": {"Path": ":memory:"}}))
+    first = run_cli(path, "db", "init", "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["sample_loaded"] is True
+    return path
+
+
+def test_db_init_is_idempotent(cli_settings: Path) -> None:
+    again = run_cli(cli_settings, "db", "init", "--json")
+    assert again.returncode == 0
+    assert json.loads(again.stdout) == {
+        "database": str(cli_settings.parent / "state" / "cli.db"),
+        "sample_loaded": False,
+        "pumps": 8,
+    }
+
+
+def test_tools_call_prints_the_result_json(cli_settings: Path) -> None:
+    result = run_cli(cli_settings, "tools", "call", "assets.get_pump_details", "pump_id=PUMP-007", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["pump_id"] == "PUMP-007" and data["vibration_zone"]["zone"] == "D"
+
+
+def test_tools_call_accepts_the_dash_form_and_typed_arguments(cli_settings: Path) -> None:
+    result = run_cli(
+        cli_settings,
+        "tools",
+        "call",
+        "sensors-get_sensor_trend",
+        "pump_id=PUMP-004",
+        "sensor_type=vibration",
+        "days=14",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["window_days"] == 14
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("assets.nope",), "Unknown function 'assets.nope'"),
+        (("assets.get_pump_details",), "needs 'pump_id'"),
+        (("assets.get_pump_details", "pump_id=PUMP-999"), "No pump found with id 'PUMP-999'"),
+        (("assets.list_pumps", "status=running"), "use one of online, offline, maintenance"),
+        (("assets.list_pumps", "colour=red"), "has no parameter(s) 'colour'"),
+        (("assets.list_pumps", "status"), "is not key=value"),
+    ],
+)
+def test_bad_calls_exit_non_zero_with_a_clear_message_and_no_traceback(
+    cli_settings: Path, args: tuple[str, ...], fragment: str
+) -> None:
+    result = run_cli(cli_settings, "tools", "call", *args)
+    assert result.returncode == 2
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_tools_list_json_is_the_schema_the_model_sees(cli_settings: Path) -> None:
+    result = run_cli(cli_settings, "tools", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    names = {d["function"]["name"] for d in json.loads(result.stdout)}
+    assert {
+        "assets-get_system_summary",
+        "assets-list_pumps",
+        "assets-get_pump_details",
+        "alarms-list_alarms",
+        "sensors-get_sensor_readings",
+        "sensors-get_sensor_trend",
+    } <= names
+
+
+def test_config_show_masks_secrets(cli_settings: Path) -> None:
+    env_settings = cli_settings.parent / "secret.json"
+    env_settings.write_text(json.dumps({"Qdrant": {"ApiKey": "hunter2"}}))
+    result = run_cli(env_settings, "config", "show", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["Qdrant"]["ApiKey"] == "********" and "hunter2" not in result.stdout
+
+
+def test_an_invalid_settings_file_exits_with_the_key_named(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"Agent": {"MaxModelCalls": -1}}))
+    result = run_cli(bad, "config", "show")
+    assert result.returncode == 2
+    assert "Agent.MaxModelCalls" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,137 @@
+"""Settings: defaults, lookup order, env overrides, relative paths, and clear errors."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kernel_setup.errors import SettingsError
+from kernel_setup.settings import ChatProvider, PolicyDecision, Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_root_appsettings_file_lists_every_default() -> None:
+    shipped = json.loads((ROOT / "appsettings.json").read_text(encoding="utf-8"))
+    assert shipped == Settings().to_display()
+
+
+def test_explicit_path_wins_over_env_and_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    explicit = tmp_path / "explicit.json"
+    explicit.write_text(json.dumps({"Ollama": {"ModelId": "explicit"}}))
+    from_env = tmp_path / "env.json"
+    from_env.write_text(json.dumps({"Ollama": {"ModelId": "env"}}))
+    (tmp_path / "appsettings.json").write_text(json.dumps({"Ollama": {"ModelId": "cwd"}}))
+    monkeypatch.chdir(tmp_path)
+    env = {"PUMPOPS_SETTINGS": str(from_env)}
+    assert load_settings(explicit, env=env).ollama.model_id == "explicit"
+    assert load_settings(None, env=env).ollama.model_id == "env"
+    assert load_settings(None, env={}).ollama.model_id == "cwd"
+
+
+def test_built_in_defaults_apply_when_no_file_exists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings(None, env={})
+    assert settings.source == "built-in defaults"
+    assert settings.database_path == tmp_path / "data" / "pumpops.db"
+
+
+def test_relative_paths_resolve_against_the_settings_files_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    (folder / "s.json").write_text(json.dumps({"Database": {"Path": "db/x.db"}}))
+    settings = load_settings(folder / "s.json", env={})
+    assert settings.database_path == folder.resolve() / "db" / "x.db"
+
+
+def test_environment_overrides_are_case_insensitive_and_typed(settings_file: Path) -> None:
+    env = {
+        "PUMPOPS_OLLAMA__HOST": "http://10.0.0.5:11434",
+        "pumpops_agent__maxmodelcalls": "9",
+        "PUMPOPS_Approval__AllowSelfApproval": "true",
+        "PUMPOPS_Chat__Provider": "local",
+        "PUMPOPS_Approval__Policy__work_orders__create_work_order": "deny",
+    }
+    settings = load_settings(settings_file, env=env)
+    assert settings.ollama.host == "http://10.0.0.5:11434"
+    assert settings.agent.max_model_calls == 9
+    assert settings.approval.allow_self_approval is True
+    assert settings.chat.provider is ChatProvider.LOCAL
+    assert settings.approval.policy["work_orders"]["create_work_order"] is PolicyDecision.DENY
+
+
+def test_unknown_key_in_the_file_is_rejected_naming_the_key_and_allowed_keys(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"Ollama": {"Hots": "http://x"}}))
+    with pytest.raises(SettingsError) as info:
+        load_settings(path, env={})
+    assert "Ollama.Hots" in str(info.value)
+    assert "Host" in str(info.value) and "ModelId" in str(info.value)
+
+
+def test_unknown_section_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"Olama": {}}))
+    with pytest.raises(SettingsError, match="Olama"):
+        load_settings(path, env={})
+
+
+@pytest.mark.parametrize(
+    ("var", "fragment"),
+    [
+        ("PUMPOPS_Olama__Host", "unknown section 'Olama'"),
+        ("PUMPOPS_Ollama__Hots", "unknown key 'Hots'"),
+        ("PUMPOPS_Ollama", "PUMPOPS_<Section>__<Key>"),
+    ],
+)
+def test_unknown_environment_keys_are_rejected(settings_file: Path, var: str, fragment: str) -> None:
+    with pytest.raises(SettingsError, match=fragment.replace("<", ".").replace(">", ".")):
+        load_settings(settings_file, env={var: "x"})
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"Agent": {"MaxModelCalls": 0}}, "Agent.MaxModelCalls"),
+        ({"Chat": {"Provider": "openai"}}, "Chat.Provider"),
+        ({"Ollama": {"Host": "localhost:11434"}}, "Ollama.Host"),
+        ({"Mcp": {"Port": 70000}}, "Mcp.Port"),
+        ({"Approval": {"Policy": {"work_orders": {"create_work_order": "maybe"}}}}, "Approval.Policy"),
+    ],
+)
+def test_bad_values_fail_naming_the_key(tmp_path: Path, data: dict[str, object], key: str) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SettingsError, match=key.replace(".", r"\.")):
+        load_settings(path, env={})
+
+
+def test_invalid_json_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('{"Ollama": {\n  "Host": }\n}')
+    with pytest.raises(SettingsError, match="line 2"):
+        load_settings(path, env={})
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="does not exist"):
+        load_settings(tmp_path / "nope.json", env={})
+
+
+def test_secrets_are_masked_for_display(settings_file: Path) -> None:
+    settings = load_settings(settings_file, env={"PUMPOPS_Qdrant__ApiKey": "s3cret"})
+    assert settings.qdrant.api_key is not None
+    assert settings.qdrant.api_key.get_secret_value() == "s3cret"
+    shown = json.dumps(settings.to_display())
+    assert "s3cret" not in shown and "********" in shown
+
+
+def test_settings_are_immutable(settings: Settings) -> None:
+    with pytest.raises(ValueError, match="frozen"):
+        settings.ollama.host = "http://elsewhere"  # type: ignore[misc]
+
+
+def test_process_environment_is_used_by_default(settings_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(os.environ, "PUMPOPS_Ollama__ModelId", "from-process-env")
+    assert load_settings(settings_file).ollama.model_id == "from-process-env"
