@@ -10,10 +10,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+import httpx
+import ollama
 from semantic_kernel import Kernel
 from semantic_kernel.filters.filter_types import FilterTypes
 
+from kernel_setup.agent.runner import TurnRunner
+from kernel_setup.agent.sessions import SessionStore
+from kernel_setup.audit import AuditLog
+from kernel_setup.chat.factory import check_ollama, ollama_client, ollama_execution_settings, ollama_service
 from kernel_setup.filters import validate_arguments
+from kernel_setup.filters.audit import AuditFilter
+from kernel_setup.filters.outcome import track_outcome
+from kernel_setup.filters.turn_guard import stop_repeated_calls
 from kernel_setup.settings import Settings
 from plugins import AlarmsPlugin, AssetsPlugin, SensorsPlugin
 from storage import Database
@@ -30,12 +39,41 @@ class AppContext:
     assets: AssetService
     alarms: AlarmService
     sensors: SensorService
+    audit: AuditLog
+    sessions: SessionStore
+    chat_client: ollama.AsyncClient
     kernel: Kernel = field(default_factory=Kernel)
+
+    def runner(self) -> TurnRunner:
+        """A turn runner on the configured chat model."""
+        return TurnRunner(
+            self.kernel,
+            ollama_service(self.settings.ollama, self.chat_client),
+            self.settings.agent,
+            self.sessions,
+            execution_settings=ollama_execution_settings(self.settings.ollama),
+            rejections=self.audit if self.settings.audit.enabled else None,
+            num_ctx=self.settings.ollama.num_ctx,
+        )
+
+    async def check_model(self) -> None:
+        """Raise `ModelUnavailableError` with instructions when the chat model cannot be used."""
+        await check_ollama(self.settings.ollama, self.chat_client)
+
+
+def add_pumpops_filters(kernel: Kernel, app: AppContext) -> Kernel:
+    """Install the filters every invocation passes, outermost first: audit, outcome, argument check; loop guard."""
+    if app.settings.audit.enabled:
+        kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, AuditFilter(app.audit))
+    kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, track_outcome)
+    kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, validate_arguments)
+    kernel.add_filter(FilterTypes.AUTO_FUNCTION_INVOCATION, stop_repeated_calls)
+    return kernel
 
 
 def add_pumpops_plugins(kernel: Kernel, app: AppContext) -> Kernel:
     """Add the PumpOps plugins and the filters that guard them to ``kernel`` (an integrator's own included)."""
-    kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, validate_arguments)
+    add_pumpops_filters(kernel, app)
     kernel.add_plugin(AssetsPlugin(app.assets), plugin_name="assets")
     kernel.add_plugin(AlarmsPlugin(app.alarms), plugin_name="alarms")
     kernel.add_plugin(SensorsPlugin(app.sensors), plugin_name="sensors")
@@ -43,13 +81,18 @@ def add_pumpops_plugins(kernel: Kernel, app: AppContext) -> Kernel:
 
 
 def build_kernel(app: AppContext) -> Kernel:
-    """A new kernel with the PumpOps plugins."""
+    """A new kernel with the PumpOps plugins and filters."""
     return add_pumpops_plugins(Kernel(), app)
 
 
 @asynccontextmanager
-async def open_app(settings: Settings, *, load_sample: bool = True) -> AsyncIterator[AppContext]:
-    """Open the database (created, migrated and, when empty, loaded with the sample fleet) and build the kernel."""
+async def open_app(
+    settings: Settings, *, load_sample: bool = True, chat_transport: httpx.AsyncBaseTransport | None = None
+) -> AsyncIterator[AppContext]:
+    """Open the database (created, migrated and, when empty, loaded with the sample fleet) and build the kernel.
+
+    ``chat_transport`` replaces the HTTP transport to Ollama (tests use a scripted fake).
+    """
     db = await Database.open(settings.database_path)
     try:
         if load_sample:
@@ -60,6 +103,9 @@ async def open_app(settings: Settings, *, load_sample: bool = True) -> AsyncIter
             assets=AssetService(db),
             alarms=AlarmService(db),
             sensors=SensorService(db),
+            audit=AuditLog(db),
+            sessions=SessionStore(db),
+            chat_client=ollama_client(settings.ollama, chat_transport),
         )
         app.kernel = build_kernel(app)
         yield app

@@ -90,6 +90,65 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX maintenance_by_pump ON maintenance_records (pump_id, performed_on);
         """,
     ),
+    Migration(
+        2,
+        "ingest manifest",
+        """
+        CREATE TABLE ingest_manifest (
+            collection TEXT NOT NULL,
+            source TEXT NOT NULL,
+            chunk_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            ingested_at TEXT NOT NULL,
+            PRIMARY KEY (collection, source, chunk_id)
+        ) WITHOUT ROWID;
+        """,
+    ),
+    Migration(
+        3,
+        "audit log",
+        # Hash-chained, append-only by convention (kernel_setup/audit.py). UNIQUE (prev_hash) makes a
+        # forked chain impossible even if a writer ignored the BEGIN IMMEDIATE protocol.
+        """
+        CREATE TABLE audit_log (
+            id INTEGER PRIMARY KEY,
+            at TEXT NOT NULL,
+            principal TEXT NOT NULL,
+            session TEXT,
+            door TEXT NOT NULL,
+            function TEXT NOT NULL,
+            effect TEXT CHECK (effect IN ('read', 'write')),
+            arguments TEXT NOT NULL,
+            outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'error', 'denied', 'pending_approval', 'rejected')),
+            detail TEXT,
+            duration_ms REAL,
+            result_digest TEXT,
+            prev_hash TEXT NOT NULL UNIQUE,
+            row_hash TEXT NOT NULL UNIQUE
+        );
+        CREATE INDEX audit_by_function ON audit_log (function, at);
+        CREATE INDEX audit_by_principal ON audit_log (principal, at)
+        """,
+    ),
+    Migration(
+        4,
+        "chat sessions",
+        """
+        CREATE TABLE sessions (
+            session_id TEXT PRIMARY KEY,
+            principal TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE session_messages (
+            session_id TEXT NOT NULL REFERENCES sessions (session_id),
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            message TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )
+        """,
+    ),
 )
 
 

@@ -1,0 +1,90 @@
+"""What a turn emits while it runs, and the turn result (the `ask --json` contract)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call of a turn, as reported to people and machines."""
+
+    name: str
+    arguments: dict[str, Any]
+    status: str
+    summary: str
+    duration_ms: float
+
+
+class Usage(BaseModel):
+    """Model calls and tokens spent by a turn."""
+
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+
+
+class TurnResult(BaseModel):
+    """The result of one turn (DESIGN.md "Turn result JSON")."""
+
+    answer: str
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    degraded: bool = False
+    reason: str | None = None
+    ungrounded: list[str] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    session: str
+
+
+@dataclass(frozen=True)
+class ModelCallStarted:
+    """A request to the model is about to be sent."""
+
+    number: int
+
+
+@dataclass(frozen=True)
+class ModelCallFinished:
+    """The model answered; tokens as reported (or estimated when not reported)."""
+
+    number: int
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    """A tool call is about to run."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCallFinished:
+    """A tool call ended."""
+
+    call_id: str
+    record: ToolCallRecord
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the answer, as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    """The turn is over."""
+
+    result: TurnResult
+
+
+TurnEvent = ModelCallStarted | ModelCallFinished | ToolCallStarted | ToolCallFinished | TextDelta | TurnFinished

@@ -1,0 +1,82 @@
+"""`pumpops ask`: one question, one turn, streamed to the terminal or returned as JSON."""
+
+from __future__ import annotations
+
+import getpass
+import json
+
+import typer
+
+from kernel_setup.agent.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnResult
+from kernel_setup.app import open_app
+from kernel_setup.cli.common import CliState, print_json, run, state
+
+STATUS_MARKS = {
+    "ok": "✓",
+    "error": "✗ error",
+    "denied": "⛔ denied",
+    "pending_approval": "⏸ pending approval",
+    "rejected": "✗ rejected",
+}
+
+
+def ask(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="The question, in plain language."),
+    session: str | None = typer.Option(None, "--session", help="Continue this session (its id is printed)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the turn result JSON only."),
+    principal: str = typer.Option(getpass.getuser(), "--as", help="Who is asking (recorded in the audit trail)."),
+) -> None:
+    """Ask one question; tools run through the kernel's filters; the answer cites tool results.
+
+    Example: pumpops ask "Which pump needs attention?" --json
+    """
+    cli = state(ctx)
+    result = run(cli, _ask(cli, question, session, principal, as_json))
+    if as_json:
+        print_json(cli, result.model_dump(mode="json"))
+    if result.degraded and not result.answer.strip():
+        raise typer.Exit(4)
+
+
+async def _ask(cli: CliState, question: str, session: str | None, principal: str, as_json: bool) -> TurnResult:
+    async with open_app(cli.settings()) as app:
+        await app.check_model()
+        result: TurnResult | None = None
+        async for event in app.runner().stream(question, session=session, principal=principal, door="cli"):
+            if as_json:
+                if isinstance(event, TurnFinished):
+                    result = event.result
+                continue
+            if isinstance(event, ToolCallStarted):
+                cli.err_console.print(f"[dim]→ {event.name}({json.dumps(event.arguments)})[/]", highlight=False)
+            elif isinstance(event, ToolCallFinished):
+                mark = STATUS_MARKS.get(event.record.status, event.record.status)
+                cli.err_console.print(
+                    f"[dim]  {mark} {event.record.name}: {event.record.summary} ({event.record.duration_ms:.0f} ms)[/]",
+                    highlight=False,
+                )
+            elif isinstance(event, TextDelta):
+                cli.console.print(event.text, end="", highlight=False, markup=False, soft_wrap=True)
+            elif isinstance(event, TurnFinished):
+                result = event.result
+                _footer(cli, result)
+        assert result is not None
+        return result
+
+
+def _footer(cli: CliState, result: TurnResult) -> None:
+    cli.console.print()
+    if result.degraded:
+        cli.err_console.print(f"[bold yellow]degraded:[/] {result.reason}", highlight=False)
+    if result.ungrounded:
+        cli.err_console.print(
+            f"[bold yellow]unverified numbers[/] (not found in any tool result): {', '.join(result.ungrounded)}",
+            highlight=False,
+        )
+    cli.err_console.print(
+        f"[dim]session {result.session} · {result.usage.model_calls} model calls · "
+        f"{result.usage.prompt_tokens}+{result.usage.completion_tokens} tokens"
+        f"{' (estimated)' if result.usage.estimated else ''}[/]",
+        highlight=False,
+    )

@@ -1,0 +1,143 @@
+"""Groundedness check: numbers in a final answer that no tool result or the question supports."""
+
+import json
+
+import pytest
+
+from kernel_setup.grounding import ungrounded_numbers
+
+PUMP_STATUS = json.dumps(
+    {
+        "pump_id": "PUMP-007",
+        "station": "Station-C",
+        "model": "AF-400",
+        "readings": [
+            {"metric": "vibration_mm_s", "value": 9.4, "at": "2025-08-22T06:00:00Z"},
+            {"metric": "flow_m3_h", "value": 1650, "trend": -0.3},
+            {"metric": "bearing_temp_c", "value": 66.033},
+            {"metric": "load_fraction", "value": 0.15},
+        ],
+        "alarms": [{"id": "ALM-0001", "raised": "2025-08-22", "detail": {"speed_rpm": 1200, "mean": 8.27}}],
+    }
+)
+
+
+# --- true positives: numbers nobody gave the model ---------------------------------------------
+
+
+def test_a_fabricated_vibration_value_is_flagged() -> None:
+    answer = "PUMP-007 is vibrating at 12.7 mm/s, above the 9.4 mm/s seen earlier."
+    assert ungrounded_numbers(answer, [PUMP_STATUS]) == ["12.7"]
+
+
+def test_a_made_up_count_is_flagged() -> None:
+    assert ungrounded_numbers("There were 37 starts this week.", [PUMP_STATUS]) == ["37"]
+
+
+def test_a_wrong_rounding_is_flagged_while_the_right_one_passes() -> None:
+    assert ungrounded_numbers("The mean is 8.4.", [PUMP_STATUS]) == ["8.4"]
+    assert ungrounded_numbers("The mean is 8.3.", [PUMP_STATUS]) == []
+
+
+def test_a_number_with_units_found_only_in_the_answer_is_flagged() -> None:
+    assert ungrounded_numbers("Flow is 1500 m³/h.", [PUMP_STATUS]) == ["1500"]
+
+
+def test_a_unit_glued_to_a_fabricated_number_does_not_hide_it() -> None:
+    assert ungrounded_numbers("Peak was 12.7mm/s.", [PUMP_STATUS]) == ["12.7"]
+
+
+def test_more_precision_than_the_source_is_flagged() -> None:
+    assert ungrounded_numbers("The mean is 8.273.", ['{"mean": 8.27}']) == ["8.273"]
+
+
+def test_derived_arithmetic_is_flagged_on_purpose() -> None:
+    results = ['{"pump_a_kw": 31.5, "pump_b_kw": 42.25}']
+    assert ungrounded_numbers("Together they draw 73.75 kW.", results) == ["73.75"]
+
+
+def test_digits_inside_identifiers_in_results_are_no_support() -> None:
+    results = ['{"pump_id": "PUMP-1500", "standard": "ISO 10816-3"}']
+    assert ungrounded_numbers("Flow is 1500 m³/h, limit 10816.", results) == ["1500", "10816"]
+
+
+def test_an_unsupported_percentage_is_flagged() -> None:
+    assert ungrounded_numbers("Load is 25 %.", [PUMP_STATUS]) == ["25"]
+
+
+def test_a_small_number_with_decimals_is_still_checked() -> None:
+    assert ungrounded_numbers("Vibration is 7.0 mm/s.", [PUMP_STATUS]) == ["7.0"]
+
+
+def test_flagged_numbers_are_returned_as_written_once_in_order() -> None:
+    answer = "Values: -12.7, then 1,300 rpm, then -12.7 again and 37 starts."
+    assert ungrounded_numbers(answer, [PUMP_STATUS]) == ["-12.7", "1,300", "37"]
+
+
+def test_no_tool_results_means_every_real_quantity_is_flagged() -> None:
+    assert ungrounded_numbers("Flow is 1650 m³/h with 3 pumps running.", []) == ["1650"]
+
+
+# --- false-positive guards: formatting variants, identifiers and the like -----------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "results"),
+    [
+        pytest.param("Vibration is 9.40 mm/s.", ['{"v": 9.4}'], id="trailing-zero-in-answer"),
+        pytest.param("Vibration is 9.4 mm/s.", ['{"v": "9.40 mm/s"}'], id="trailing-zero-in-result"),
+        pytest.param("Speed is 1,200 rpm.", ['{"rpm": 1200}'], id="comma-thousands-in-answer"),
+        pytest.param("Speed is 1200 rpm.", ["speed: 1,200 rpm"], id="comma-thousands-in-result"),
+        pytest.param("Speed is 1\u2009200 rpm.", ['{"rpm": 1200.0}'], id="thin-space-thousands"),
+        pytest.param("Speed is 1 200 rpm.", ['{"rpm": 1200}'], id="space-thousands"),
+        pytest.param("Vibration is 9.4mm/s.", ['{"v": 9.4}'], id="unit-attached"),
+        pytest.param("PUMP-007 and PUMP-047 are fine.", ["[]"], id="pump-ids"),
+        pytest.param("ALM-0001 and ALM-0932 are cleared.", ["[]"], id="alarm-ids"),
+        pytest.param("Raised on 2025-08-22 and on 22/08/2025.", ["[]"], id="dates"),
+        pytest.param("Due 2026-12-02T17:00:00Z, i.e. 17:00 UTC.", ["[]"], id="timestamp-and-time"),
+        pytest.param("Due 22 August 2025 or Aug 23, 2025.", ["[]"], id="written-dates"),
+        pytest.param("Judge it by ISO 10816-3, ISO 20816-3:2022 and API 682.", ["[]"], id="standards"),
+        pytest.param("Station-C runs an AF-400 and a VT-600.", ["[]"], id="stations-and-models"),
+        pytest.param("Use v1.2 of the procedure, Section 4.2, step 14, Group 12.", ["[]"], id="references"),
+        pytest.param("Release 1.2.3 is installed.", ["[]"], id="dotted-version"),
+        pytest.param("It is the 21st alarm.", ["[]"], id="ordinal"),
+        pytest.param("11. Check the seal\n12) Check the bearing\n(13) Done", ["[]"], id="list-markers"),
+        pytest.param("Load is 15 %.", ['{"load": 0.15}'], id="percent-from-fraction"),
+        pytest.param("Load is 15%.", ["load 15 %"], id="percent-from-percent"),
+        pytest.param("Load is 14.8 percent.", ['{"load": 0.148}'], id="percent-word-from-fraction"),
+        pytest.param("Suction is -3.2 bar.", ['{"suction_bar": -3.2}'], id="negative"),
+        pytest.param("Suction is \u22123.2 bar.", ['{"suction_bar": -3.2}'], id="unicode-minus"),
+        pytest.param("Flow fell by 0.3 m³/h.", ['{"trend": -0.3}'], id="sign-restated-in-prose"),
+        pytest.param("Bearing is at 66 °C.", ['{"bearing_temp_c": 66.033}'], id="rounded-to-integer"),
+        pytest.param("Mean is 8.3 mm/s.", ['{"mean": 8.27}'], id="rounded-to-one-decimal"),
+        pytest.param("Speed is 1200 rpm.", [PUMP_STATUS], id="json-nested-value"),
+        pytest.param("Bearing is at 66.033 °C.", ['{"a": {"b": [[{"c": "66.033 degC"}]]}}'], id="json-nested-string"),
+        pytest.param("Flow is 1650 m³/h.", ["Flow: 1650 m3/h, head 42 m"], id="plain-text-result"),
+        pytest.param("Installed since 2024.", ['{"installed": "2024-03-01"}'], id="year-from-a-date"),
+        pytest.param("3 pumps, 2 alarms, 0 trips.", ["[]"], id="small-counts"),
+        pytest.param("Flow from 10-15 m³/h.", ['{"min": 10, "max": 15}'], id="hyphen-range"),
+        pytest.param("No numbers at all.", ["not json {"], id="no-numbers"),
+        pytest.param("", [PUMP_STATUS], id="empty-answer"),
+    ],
+)
+def test_formatting_variants_and_identifiers_raise_no_false_alarm(answer: str, results: list[str]) -> None:
+    assert ungrounded_numbers(answer, results) == []
+
+
+def test_a_number_from_the_question_is_grounded() -> None:
+    question = "Is 1450 rpm too slow for PUMP-007?"
+    assert ungrounded_numbers("Yes, 1450 rpm is below 1,200? No: 1450 > 1200.", [PUMP_STATUS], question) == []
+
+
+def test_the_question_does_not_ground_other_numbers() -> None:
+    assert ungrounded_numbers("It runs at 1460 rpm.", [], "Is 1450 rpm too slow?") == ["1460"]
+
+
+def test_a_long_answer_mixes_grounded_and_ungrounded_numbers() -> None:
+    answer = (
+        "Status of PUMP-007 (Station-C, AF-400) on 2025-08-22:\n"
+        "1. Vibration 9.40 mm/s, mean 8.3 mm/s (ISO 10816-3 zone B).\n"
+        "2. Flow 1,650 m³/h, load 15 %, bearing 66 °C.\n"
+        "3. ALM-0001 raised at 06:00; estimated 480 h to failure."
+    )
+    assert ungrounded_numbers(answer, [PUMP_STATUS]) == ["480"]
