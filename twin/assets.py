@@ -122,14 +122,17 @@ class AssetService:
             by_severity[row["severity"]] = row["n"]
         worst = await self._db.fetch_one(
             """
-            SELECT p.pump_id, p.name, p.location, p.status,
-                   (SELECT MAX(CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3
-                                             WHEN 'medium' THEN 2 ELSE 1 END)
-                    FROM alarms a WHERE a.pump_id = p.pump_id AND a.active = 1) AS severity_rank,
-                   s.latest_value AS vibration
+            WITH ranked AS (
+                SELECT pump_id,
+                       MAX(CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3
+                                         WHEN 'medium' THEN 2 ELSE 1 END) AS severity_rank
+                FROM alarms WHERE active = 1 GROUP BY pump_id
+            )
+            SELECT p.pump_id, p.name, p.location, p.status, r.severity_rank, s.latest_value AS vibration
             FROM pumps p
+            LEFT JOIN ranked r ON r.pump_id = p.pump_id
             LEFT JOIN sensors s ON s.pump_id = p.pump_id AND s.sensor_type = 'vibration'
-            ORDER BY COALESCE(severity_rank, 0) DESC, COALESCE(s.latest_value, 0) DESC, p.pump_id
+            ORDER BY COALESCE(r.severity_rank, 0) DESC, COALESCE(s.latest_value, 0) DESC, p.pump_id
             LIMIT 1
             """
         )
