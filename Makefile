@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup chat test lint typecheck bench clean
+.PHONY: setup run test lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,9 +14,12 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-chat: $(STAMP)
+# The main job: ask the assistant about the fleet. Without a reachable Ollama model it says how to
+# start one, then shows the same summary straight from the tool, so a fresh machine still answers.
+run: $(STAMP)
 	$(BIN)/pumpops db init
-	$(BIN)/pumpops tools call assets.get_system_summary
+	$(BIN)/pumpops ask "How is the fleet doing, and which pump needs attention first?" \
+	  || $(BIN)/pumpops tools call assets.get_system_summary
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -33,6 +36,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/registry_bench.py
+	$(BIN)/python bench/agent_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

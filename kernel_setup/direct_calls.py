@@ -6,16 +6,20 @@ Used by `pumpops tools list/call`; every call goes through `kernel.invoke`, so e
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
 from semantic_kernel.exceptions import KernelFunctionNotFoundError, KernelPluginNotFoundError
 from semantic_kernel.functions import KernelArguments, KernelFunction
 
-from kernel_setup.arguments import coerce_arguments, usage
+from kernel_setup.arguments import usage
+from kernel_setup.call_context import current_call
 from kernel_setup.errors import ToolCallError
 from storage.errors import PumpOpsError
+
+if TYPE_CHECKING:
+    from kernel_setup.agent.runner import RejectionRecorder
 
 
 def tool_definitions(kernel: Kernel) -> list[dict[str, Any]]:
@@ -46,12 +50,11 @@ def resolve_function(kernel: Kernel, name: str) -> KernelFunction:
 def parse_arguments(function: KernelFunction, pairs: list[str]) -> dict[str, Any]:
     """Turn ``key=value`` strings into typed arguments using the function's parameter schema.
 
-    Values that look like JSON objects or arrays are parsed as JSON; everything else is typed by the
-    same check the kernel filter applies to every call.
+    Values that look like JSON objects or arrays are parsed as JSON; everything else stays text
+    and is typed by the argument filter inside the kernel, so a refusal is audited like any call.
 
     Raises:
-        ToolCallError: a malformed pair or a repeated key; ToolArgumentError for values that do
-            not fit the schema.
+        ToolCallError: a malformed pair or a repeated key.
     """
     values: dict[str, Any] = {}
     for pair in pairs:
@@ -62,7 +65,7 @@ def parse_arguments(function: KernelFunction, pairs: list[str]) -> dict[str, Any
         if key in values:
             raise ToolCallError(f"Parameter {key!r} is given twice.")
         values[key] = _maybe_json(raw)
-    return coerce_arguments(function.metadata, values)
+    return values
 
 
 def _maybe_json(raw: str) -> Any:
@@ -74,15 +77,23 @@ def _maybe_json(raw: str) -> Any:
     return raw
 
 
-async def call_tool(kernel: Kernel, name: str, pairs: list[str]) -> str:
+async def call_tool(kernel: Kernel, name: str, pairs: list[str], rejections: RejectionRecorder | None = None) -> str:
     """Invoke a function through the kernel (so every filter runs) and return its result text.
+
+    A name that resolves to no function, or arguments that cannot be read, never reach the kernel's
+    filters; they are recorded through ``rejections`` so the audit trail has no gaps.
 
     Raises:
         ToolCallError: a bad name or bad arguments, or the function refused its input; the
             message is the recovery instruction the model would have seen.
     """
-    function = resolve_function(kernel, name)
-    arguments = parse_arguments(function, pairs)
+    try:
+        function = resolve_function(kernel, name)
+        arguments = parse_arguments(function, pairs)
+    except ToolCallError as exc:
+        if rejections is not None:
+            await rejections.record_rejected(name, {"raw": pairs}, str(exc), current_call())
+        raise
     try:
         result = await kernel.invoke(function, KernelArguments(**arguments))
     except Exception as exc:  # SK wraps function errors; surface ours, never a traceback.

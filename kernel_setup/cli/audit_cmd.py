@@ -73,13 +73,15 @@ def verify(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
         cli.console.print(
             f"Audit chain intact: {report.rows_checked} rows; head hash {report.head_hash or '(empty)'}.",
             highlight=False,
+            soft_wrap=True,
         )
     else:
         cli.err_console.print(
             f"Audit chain broken at row {report.first_bad_id}: {report.reason}. "
-            f"{report.rows_checked} rows before it verified.",
+            f"Rows verified before it: {report.rows_checked}.",
             highlight=False,
             markup=False,
+            soft_wrap=True,
         )
     if not report.ok:
         raise typer.Exit(EXIT_BROKEN_CHAIN)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 
 import typer
 
 from kernel_setup.app import open_app
+from kernel_setup.call_context import CallContext, acting_as
 from kernel_setup.cli.common import print_json, run, state
 from kernel_setup.direct_calls import call_tool, tool_definitions
 
@@ -47,6 +49,7 @@ def call(
     name: str = typer.Argument(..., help="Function as plugin.function or plugin-function, e.g. assets.list_pumps."),
     arguments: list[str] = typer.Argument(None, help="Arguments as key=value, e.g. pump_id=PUMP-007."),
     as_json: bool = typer.Option(False, "--json", help="Print only the result JSON."),
+    principal: str = typer.Option(getpass.getuser(), "--as", help="Who is calling (recorded in the audit trail)."),
 ) -> None:
     """Call one function through the kernel (every filter applies) and print its JSON result.
 
@@ -56,7 +59,8 @@ def call(
 
     async def work() -> str:
         async with open_app(cli.settings()) as app:
-            return await call_tool(app.kernel, name, arguments or [])
+            with acting_as(CallContext(principal=principal, door="cli")):
+                return await call_tool(app.kernel, name, arguments or [], app.audit)
 
     result = run(cli, work())
     try:

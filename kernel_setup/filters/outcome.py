@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from semantic_kernel.filters.functions.function_invocation_context import FunctionInvocationContext
 
+from kernel_setup.arguments import ToolArgumentError
 from storage.errors import PumpOpsError
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,10 @@ async def track_outcome(
     outcome = _OUTCOME.get()
     try:
         await next(context)
+    except ToolArgumentError as exc:
+        if outcome is not None:
+            outcome.status, outcome.error = "rejected", str(exc)
+        raise
     except PumpOpsError as exc:
         if outcome is not None:
             outcome.status, outcome.error = "error", str(exc)

@@ -116,3 +116,18 @@ def test_an_invalid_settings_file_exits_with_the_key_named(tmp_path: Path) -> No
     result = run_cli(bad, "config", "show")
     assert result.returncode == 2
     assert "Agent.MaxModelCalls" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_tools_call_is_audited_with_the_caller_including_rejected_calls(cli_settings: Path) -> None:
+    run_cli(cli_settings, "tools", "call", "assets.list_pumps", "status=running", "--as", "alice")
+    run_cli(cli_settings, "tools", "call", "assets.nope", "--as", "alice")
+    run_cli(cli_settings, "tools", "call", "assets.get_system_summary", "--as", "alice")
+    tail = run_cli(cli_settings, "audit", "tail", "-n", "3", "--json")
+    assert tail.returncode == 0, tail.stderr
+    rows = json.loads(tail.stdout)
+    assert [(r["function"], r["outcome"], r["principal"]) for r in rows] == [
+        ("assets-list_pumps", "rejected", "alice"),
+        ("assets.nope", "rejected", "alice"),
+        ("assets-get_system_summary", "ok", "alice"),
+    ]
+    assert run_cli(cli_settings, "audit", "verify").returncode == 0
