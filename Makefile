@@ -18,6 +18,7 @@ setup: $(STAMP)
 # start one, then shows the same summary straight from the tool, so a fresh machine still answers.
 run: $(STAMP)
 	$(BIN)/pumpops db init
+	$(BIN)/pumpops ingest
 	$(BIN)/pumpops ask "How is the fleet doing, and which pump needs attention first?" \
 	  || $(BIN)/pumpops tools call assets.get_system_summary
 
@@ -37,6 +38,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/registry_bench.py
 	$(BIN)/python bench/agent_bench.py
+	$(BIN)/python bench/retrieval_bench.py
+	$(BIN)/python bench/memory_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -23,8 +23,11 @@ from kernel_setup.filters import validate_arguments
 from kernel_setup.filters.audit import AuditFilter
 from kernel_setup.filters.outcome import track_outcome
 from kernel_setup.filters.turn_guard import stop_repeated_calls
+from kernel_setup.manuals import document_index
 from kernel_setup.settings import Settings
+from memory import DocumentIndex, Embedder
 from plugins import AlarmsPlugin, AssetsPlugin, SensorsPlugin
+from plugins.docs import DocsPlugin
 from storage import Database
 from twin import AlarmService, AssetService, SensorService
 from twin.sample_fleet import load_sample_fleet
@@ -42,6 +45,7 @@ class AppContext:
     audit: AuditLog
     sessions: SessionStore
     chat_client: ollama.AsyncClient
+    manuals: DocumentIndex
     kernel: Kernel = field(default_factory=Kernel)
 
     def runner(self) -> TurnRunner:
@@ -77,6 +81,7 @@ def add_pumpops_plugins(kernel: Kernel, app: AppContext) -> Kernel:
     kernel.add_plugin(AssetsPlugin(app.assets), plugin_name="assets")
     kernel.add_plugin(AlarmsPlugin(app.alarms), plugin_name="alarms")
     kernel.add_plugin(SensorsPlugin(app.sensors), plugin_name="sensors")
+    kernel.add_plugin(DocsPlugin(app.manuals), plugin_name="docs")
     return kernel
 
 
@@ -87,13 +92,20 @@ def build_kernel(app: AppContext) -> Kernel:
 
 @asynccontextmanager
 async def open_app(
-    settings: Settings, *, load_sample: bool = True, chat_transport: httpx.AsyncBaseTransport | None = None
+    settings: Settings,
+    *,
+    load_sample: bool = True,
+    chat_transport: httpx.AsyncBaseTransport | None = None,
+    embedder: Embedder | None = None,
 ) -> AsyncIterator[AppContext]:
     """Open the database (created, migrated and, when empty, loaded with the sample fleet) and build the kernel.
 
-    ``chat_transport`` replaces the HTTP transport to Ollama (tests use a scripted fake).
+    ``chat_transport`` replaces the HTTP transport to Ollama (tests use a scripted fake); ``embedder``
+    shares an already loaded embedding model. The manuals index opens Qdrant and loads the model only
+    when first searched.
     """
     db = await Database.open(settings.database_path)
+    manuals = document_index(settings, embedder)
     try:
         if load_sample:
             await load_sample_fleet(db)
@@ -106,8 +118,10 @@ async def open_app(
             audit=AuditLog(db),
             sessions=SessionStore(db),
             chat_client=ollama_client(settings.ollama, chat_transport),
+            manuals=manuals,
         )
         app.kernel = build_kernel(app)
         yield app
     finally:
+        await manuals.close()
         await db.close()

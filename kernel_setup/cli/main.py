@@ -7,7 +7,7 @@ import logging
 import typer
 from rich.console import Console
 
-from kernel_setup.cli import ask_cmd, audit_cmd, config_cmd, db_cmd, tools_cmd
+from kernel_setup.cli import ask_cmd, audit_cmd, config_cmd, db_cmd, ingest_cmd, tools_cmd
 from kernel_setup.cli.common import CliState
 
 app = typer.Typer(
@@ -22,6 +22,7 @@ app.add_typer(db_cmd.app, name="db")
 app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(audit_cmd.app, name="audit")
 app.command("ask")(ask_cmd.ask)
+app.command("ingest")(ingest_cmd.ingest_command)
 
 
 @app.callback()

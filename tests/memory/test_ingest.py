@@ -1,0 +1,162 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from memory import DocumentIndex, IndexConfig, IngestManifest, chunk_markdown, corpus_files, ingest
+from memory.corpus import source_name
+from tests.memory.support import CachingEmbedder
+
+MANUAL_A = """# Seal Manual
+
+## Leak Check
+
+Look for drips at the gland. A steady drip means the faces are worn.
+
+## Flush
+
+Keep the flush flowing before start.
+"""
+
+MANUAL_B = """# Bearing Notes
+
+## Temperature
+
+Bearings run below 70 degrees in normal service.
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def stored_ids_of(index: DocumentIndex, manifest: IngestManifest, path: Path) -> set[str]:
+    recorded = set(await manifest.chunks(source_name(path)))
+    assert await index.existing_ids(list(recorded)) == recorded
+    return recorded
+
+
+async def test_ingesting_the_shipped_corpus_indexes_every_chunk_once(
+    memory_index: DocumentIndex, manifest: IngestManifest
+) -> None:
+    expected = sum(len(chunk_markdown(p.read_text("utf-8"), source="x", document=p.stem)) for p in corpus_files())
+    report = await ingest(None, memory_index, manifest)
+    assert (report.documents, report.chunks_added, report.chunks_updated, report.chunks_removed) == (14, expected, 0, 0)
+    assert report.skipped == []
+    assert await memory_index.count() == expected
+    assert len(await manifest.sources()) == 14
+    assert set(report.to_dict()) == {
+        "documents",
+        "chunks_added",
+        "chunks_updated",
+        "chunks_removed",
+        "skipped",
+        "seconds",
+    }
+
+
+async def test_re_ingesting_unchanged_documents_adds_nothing(
+    memory_index: DocumentIndex, manifest: IngestManifest, embedder: CachingEmbedder
+) -> None:
+    first = await ingest(None, memory_index, manifest)
+    encoded_before = embedder.encoded_texts
+    again = await ingest(None, memory_index, manifest)
+    assert (again.documents, again.chunks_added, again.chunks_updated, again.chunks_removed) == (14, 0, 0, 0)
+    assert embedder.encoded_texts == encoded_before
+    assert await memory_index.count() == first.chunks_added
+
+
+async def test_an_edited_document_replaces_exactly_its_changed_chunks(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    a = write(tmp_path, "a.md", MANUAL_A)
+    b = write(tmp_path, "b.md", MANUAL_B)
+    await ingest([tmp_path], memory_index, manifest)
+    ids_a, ids_b = await stored_ids_of(memory_index, manifest, a), await stored_ids_of(memory_index, manifest, b)
+
+    write(tmp_path, "a.md", MANUAL_A.replace("Keep the flush flowing", "Keep the seal flush flowing"))
+    report = await ingest([tmp_path], memory_index, manifest)
+
+    assert (report.documents, report.chunks_added, report.chunks_updated, report.chunks_removed) == (2, 1, 0, 1)
+    new_ids_a = await stored_ids_of(memory_index, manifest, a)
+    assert len(ids_a - new_ids_a) == 1 and len(new_ids_a - ids_a) == 1
+    assert not await memory_index.existing_ids(list(ids_a - new_ids_a))
+    assert await stored_ids_of(memory_index, manifest, b) == ids_b
+    assert await memory_index.count() == len(new_ids_a) + len(ids_b)
+
+
+async def test_a_section_moved_down_is_updated_in_place_without_re_embedding(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    write(tmp_path, "a.md", MANUAL_A)
+    await ingest([tmp_path], memory_index, manifest)
+    write(tmp_path, "a.md", MANUAL_A.replace("## Leak Check", "## Safety\n\nWear gloves.\n\n## Leak Check"))
+    report = await ingest([tmp_path], memory_index, manifest)
+    assert (report.chunks_added, report.chunks_updated, report.chunks_removed) == (1, 2, 0)
+    hits = await memory_index.search("seal flush before start", 1, document="a")
+    assert (hits[0].section, hits[0].position) == ("Flush", 2)
+
+
+async def test_bad_files_are_skipped_by_name_while_good_ones_index(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    good = write(tmp_path, "good.md", MANUAL_B)
+    write(tmp_path, "empty.md", "  \n")
+    (tmp_path / "binary.md").write_bytes(b"# Title\n\x00\x01\x02 binary")
+    (tmp_path / "latin1.md").write_bytes("# Pumpe\n\nDrehzahl über 1500".encode("latin-1"))
+    write(tmp_path, "headings.md", "# Only\n\n## Headings\n")
+    (tmp_path / "dangling.md").symlink_to(tmp_path / "nowhere.md")
+    missing = tmp_path / "missing.md"
+
+    report = await ingest([tmp_path, missing], memory_index, manifest)
+
+    reasons = {Path(s.path).name: s.reason for s in report.skipped}
+    assert reasons["empty.md"] == "empty file"
+    assert reasons["binary.md"] == "binary file, not text"
+    assert reasons["latin1.md"].startswith("not UTF-8 text")
+    assert reasons["headings.md"].startswith("no text to index")
+    assert reasons["dangling.md"] == "not a regular file"
+    assert reasons["missing.md"] == "no such file or folder"
+    assert report.documents == 1 and report.chunks_added == 1
+    assert await stored_ids_of(memory_index, manifest, good)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+async def test_an_unreadable_file_is_skipped_with_the_reason(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    locked = write(tmp_path, "locked.md", MANUAL_A)
+    locked.chmod(0)
+    report = await ingest([locked], memory_index, manifest)
+    assert [(Path(s.path).name, s.reason.startswith("cannot read")) for s in report.skipped] == [("locked.md", True)]
+
+
+async def test_a_document_that_turns_bad_keeps_what_it_had_indexed(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    a = write(tmp_path, "a.md", MANUAL_A)
+    write(tmp_path, "b.md", MANUAL_B)
+    await ingest([tmp_path], memory_index, manifest)
+    before = await stored_ids_of(memory_index, manifest, a)
+    count = await memory_index.count()
+
+    a.write_bytes(b"\xff\xfe corrupted")
+    report = await ingest([tmp_path], memory_index, manifest)
+
+    assert [Path(s.path).name for s in report.skipped] == ["a.md"]
+    assert report.documents == 1 and report.chunks_removed == 0
+    assert await stored_ids_of(memory_index, manifest, a) == before
+    assert await memory_index.count() == count
+
+
+async def test_a_fresh_store_is_refilled_even_though_the_manifest_remembers_the_chunks(
+    embedder: CachingEmbedder, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    write(tmp_path, "a.md", MANUAL_A)
+    async with DocumentIndex(IndexConfig(path=":memory:"), embedder) as first:
+        added = (await ingest([tmp_path], first, manifest)).chunks_added
+    async with DocumentIndex(IndexConfig(path=":memory:"), embedder) as fresh:
+        report = await ingest([tmp_path], fresh, manifest)
+        assert report.chunks_added == added and await fresh.count() == added
