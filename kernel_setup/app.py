@@ -15,11 +15,14 @@ import ollama
 from semantic_kernel import Kernel
 from semantic_kernel.filters.filter_types import FilterTypes
 
+from governance import ApprovalStore
 from kernel_setup.agent.runner import TurnRunner
 from kernel_setup.agent.sessions import SessionStore
+from kernel_setup.approvals import ApprovalService
 from kernel_setup.audit import AuditLog
 from kernel_setup.chat.factory import check_ollama, ollama_client, ollama_execution_settings, ollama_service
 from kernel_setup.filters import validate_arguments
+from kernel_setup.filters.approval import ApprovalGate
 from kernel_setup.filters.audit import AuditFilter
 from kernel_setup.filters.outcome import track_outcome
 from kernel_setup.filters.turn_guard import stop_repeated_calls
@@ -28,9 +31,11 @@ from kernel_setup.settings import Settings
 from memory import DocumentIndex, Embedder
 from plugins import AlarmsPlugin, AssetsPlugin, SensorsPlugin
 from plugins.docs import DocsPlugin
+from plugins.work_orders import WorkOrdersPlugin
 from storage import Database
 from twin import AlarmService, AssetService, SensorService
 from twin.sample_fleet import load_sample_fleet
+from twin.work_orders import WorkOrderService
 
 
 @dataclass
@@ -46,7 +51,14 @@ class AppContext:
     sessions: SessionStore
     chat_client: ollama.AsyncClient
     manuals: DocumentIndex
+    work_orders: WorkOrderService
+    approval_store: ApprovalStore
     kernel: Kernel = field(default_factory=Kernel)
+
+    @property
+    def approvals(self) -> ApprovalService:
+        """The supervisor's approvals service (list, approve, reject) on this app's kernel."""
+        return ApprovalService(self.approval_store, self.kernel, self.settings.approval, self.audit)
 
     def runner(self) -> TurnRunner:
         """A turn runner on the configured chat model."""
@@ -66,11 +78,16 @@ class AppContext:
 
 
 def add_pumpops_filters(kernel: Kernel, app: AppContext) -> Kernel:
-    """Install the filters every invocation passes, outermost first: audit, outcome, argument check; loop guard."""
+    """Install the filters every invocation passes, outermost first.
+
+    Audit, outcome tracking, argument check, approval gate; plus the loop guard for model calls.
+    """
     if app.settings.audit.enabled:
         kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, AuditFilter(app.audit))
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, track_outcome)
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, validate_arguments)
+    audit = app.audit if app.settings.audit.enabled else None
+    kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, ApprovalGate(app.approval_store, app.settings.approval, audit))
     kernel.add_filter(FilterTypes.AUTO_FUNCTION_INVOCATION, stop_repeated_calls)
     return kernel
 
@@ -82,6 +99,7 @@ def add_pumpops_plugins(kernel: Kernel, app: AppContext) -> Kernel:
     kernel.add_plugin(AlarmsPlugin(app.alarms), plugin_name="alarms")
     kernel.add_plugin(SensorsPlugin(app.sensors), plugin_name="sensors")
     kernel.add_plugin(DocsPlugin(app.manuals), plugin_name="docs")
+    kernel.add_plugin(WorkOrdersPlugin(app.work_orders, app.approval_store), plugin_name="work_orders")
     return kernel
 
 
@@ -119,6 +137,8 @@ async def open_app(
             sessions=SessionStore(db),
             chat_client=ollama_client(settings.ollama, chat_transport),
             manuals=manuals,
+            work_orders=WorkOrderService(db),
+            approval_store=ApprovalStore(db),
         )
         app.kernel = build_kernel(app)
         yield app

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
+import aiosqlite
 from pydantic import BaseModel, ConfigDict
 
 from kernel_setup.call_context import CallContext, current_call
@@ -156,53 +157,63 @@ class AuditLog:
         Raises:
             AuditError: the row could not be written (the chain is left as it was).
         """
-        who = call if call is not None else current_call()
-        columns: dict[str, Any] = {
-            "principal": who.principal,
-            "session": who.session,
-            "door": who.door,
-            "function": function,
-            "effect": None if effect is None else effect.value,
-            "arguments": sanitize_arguments(arguments),
-            "outcome": outcome.value,
-            "detail": None if detail is None else _cap(detail),
-            "duration_ms": None if duration_ms is None else round(float(duration_ms), 3),
-            "result_digest": None if result_text is None else hashlib.sha256(result_text.encode()).hexdigest(),
-        }
+        columns = _columns(function, arguments, outcome, call, effect, detail, duration_ms, result_text)
         try:
             async with self._db.transaction() as conn:
-                # Read the head inside the same BEGIN IMMEDIATE transaction: no other writer, in any
-                # process, can append between this read and the insert below.
-                async with conn.execute("SELECT id, row_hash FROM audit_log ORDER BY id DESC LIMIT 1") as cursor:
-                    head = await cursor.fetchone()
-                columns["id"] = 1 if head is None else head["id"] + 1
-                columns["prev_hash"] = GENESIS_HASH if head is None else head["row_hash"]
-                columns["at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
-                columns["row_hash"] = row_hash(columns)
-                await conn.execute(
-                    "INSERT INTO audit_log (id, at, principal, session, door, function, effect, arguments, outcome, "
-                    "detail, duration_ms, result_digest, prev_hash, row_hash) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        columns["id"],
-                        columns["at"],
-                        columns["principal"],
-                        columns["session"],
-                        columns["door"],
-                        columns["function"],
-                        columns["effect"],
-                        columns["arguments"],
-                        columns["outcome"],
-                        columns["detail"],
-                        columns["duration_ms"],
-                        columns["result_digest"],
-                        columns["prev_hash"],
-                        columns["row_hash"],
-                    ),
-                )
+                await self.append(conn, columns)
         except sqlite3.Error as exc:
             raise AuditError(f"Cannot append to the audit trail: {exc}.") from exc
         return AuditRow.from_columns(columns)
+
+    async def record_in(
+        self,
+        conn: aiosqlite.Connection,
+        *,
+        function: str,
+        arguments: Mapping[str, Any],
+        outcome: AuditOutcome,
+        call: CallContext | None = None,
+        effect: Effect | None = None,
+        detail: str | None = None,
+        duration_ms: float | None = None,
+        result_text: str | None = None,
+    ) -> AuditRow:
+        """Append a row inside the caller's ``BEGIN IMMEDIATE`` transaction (a write and its row commit together)."""
+        columns = _columns(function, arguments, outcome, call, effect, detail, duration_ms, result_text)
+        await self.append(conn, columns)
+        return AuditRow.from_columns(columns)
+
+    async def append(self, conn: aiosqlite.Connection, columns: dict[str, Any]) -> None:
+        """Chain and insert prepared columns; the caller holds the write transaction."""
+        # Read the head inside the same BEGIN IMMEDIATE transaction: no other writer, in any
+        # process, can append between this read and the insert below.
+        async with conn.execute("SELECT id, row_hash FROM audit_log ORDER BY id DESC LIMIT 1") as cursor:
+            head = await cursor.fetchone()
+        columns["id"] = 1 if head is None else head["id"] + 1
+        columns["prev_hash"] = GENESIS_HASH if head is None else head["row_hash"]
+        columns["at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
+        columns["row_hash"] = row_hash(columns)
+        await conn.execute(
+            "INSERT INTO audit_log (id, at, principal, session, door, function, effect, arguments, outcome, "
+            "detail, duration_ms, result_digest, prev_hash, row_hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                columns["id"],
+                columns["at"],
+                columns["principal"],
+                columns["session"],
+                columns["door"],
+                columns["function"],
+                columns["effect"],
+                columns["arguments"],
+                columns["outcome"],
+                columns["detail"],
+                columns["duration_ms"],
+                columns["result_digest"],
+                columns["prev_hash"],
+                columns["row_hash"],
+            ),
+        )
 
     async def record_rejected(
         self,
@@ -263,6 +274,32 @@ class AuditLog:
                     return ChainReport(rows_checked=checked, first_bad_id=row_id, reason=problem)
                 checked += 1
                 prev_id, prev_hash = row_id, str(columns["row_hash"])
+
+
+def _columns(
+    function: str,
+    arguments: Mapping[str, Any],
+    outcome: AuditOutcome,
+    call: CallContext | None,
+    effect: Effect | None,
+    detail: str | None,
+    duration_ms: float | None,
+    result_text: str | None,
+) -> dict[str, Any]:
+    who = call if call is not None else current_call()
+    columns: dict[str, Any] = {
+        "principal": who.principal,
+        "session": who.session,
+        "door": who.door,
+        "function": function,
+        "effect": None if effect is None else effect.value,
+        "arguments": sanitize_arguments(arguments),
+        "outcome": outcome.value,
+        "detail": None if detail is None else _cap(detail),
+        "duration_ms": None if duration_ms is None else round(float(duration_ms), 3),
+        "result_digest": None if result_text is None else hashlib.sha256(result_text.encode()).hexdigest(),
+    }
+    return columns
 
 
 def row_hash(columns: Mapping[str, Any]) -> str:

@@ -97,14 +97,15 @@ async def call_tool(kernel: Kernel, name: str, pairs: list[str], rejections: Rej
     try:
         result = await kernel.invoke(function, KernelArguments(**arguments))
     except Exception as exc:  # SK wraps function errors; surface ours, never a traceback.
-        cause = _pumpops_cause(exc)
+        cause = pumpops_cause(exc)
         if cause is None:
             raise
         raise ToolCallError(str(cause)) from exc
     return "" if result is None else str(result.value)
 
 
-def _pumpops_cause(exc: BaseException) -> PumpOpsError | None:
+def pumpops_cause(exc: BaseException) -> PumpOpsError | None:
+    """The PumpOps error behind ``exc`` (SK wraps function errors in ``KernelInvokeException``), if any."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:

@@ -6,7 +6,8 @@ from typing import Annotated
 
 from semantic_kernel.functions import kernel_function
 
-from plugins.declarations import reads
+from governance import active_grant
+from plugins.declarations import reads, writes
 from plugins.results import to_json
 from twin import AlarmService, Severity
 
@@ -36,3 +37,20 @@ class AlarmsPlugin:
     ) -> str:
         """Filtered alarm list as JSON."""
         return to_json(await self._service.list_alarms(severity=severity, pump_id=pump_id, active_only=active_only))
+
+    @writes(idempotent=True, destructive=False)
+    @kernel_function(
+        name="acknowledge_alarm",
+        description=(
+            "Returns {status: pending_approval, approval_id} — proposes acknowledging one active alarm with a note; "
+            "a human supervisor must approve it before the alarm is marked acknowledged. Use it when the operator "
+            "says an alarm is being handled. Does not clear the alarm or touch equipment."
+        ),
+    )
+    async def acknowledge_alarm(
+        self,
+        alarm_id: Annotated[str, "Exact alarm identifier, e.g. 'ALM-0001'."],
+        note: Annotated[str, "What is being done about it, 1-500 characters, e.g. 'Crew dispatched to PUMP-007'."],
+    ) -> str:
+        """Acknowledge an alarm (runs only under an approval grant)."""
+        return await self._service.acknowledge(alarm_id, note, active_grant())

@@ -149,6 +149,51 @@ MIGRATIONS: tuple[Migration, ...] = (
         )
         """,
     ),
+    Migration(
+        5,
+        "approvals, idempotency and work orders",
+        """
+        CREATE TABLE approvals (
+            approval_id TEXT PRIMARY KEY,
+            function TEXT NOT NULL,
+            arguments TEXT NOT NULL,
+            args_hash TEXT NOT NULL,
+            intent_key TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'executed', 'rejected')),
+            requested_by TEXT NOT NULL,
+            session TEXT,
+            requested_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            decided_by TEXT,
+            decided_at TEXT,
+            reason TEXT,
+            executed_at TEXT,
+            result TEXT
+        );
+        CREATE INDEX approvals_by_intent ON approvals (intent_key, status);
+        CREATE INDEX approvals_by_status ON approvals (status, requested_at);
+
+        CREATE TABLE idempotency (
+            intent_key TEXT PRIMARY KEY,
+            function TEXT NOT NULL,
+            result TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+
+        CREATE TABLE work_orders (
+            work_order_id TEXT PRIMARY KEY,
+            pump_id TEXT NOT NULL REFERENCES pumps (pump_id),
+            priority TEXT NOT NULL CHECK (priority IN ('low', 'medium', 'high', 'urgent')),
+            summary TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('open', 'in_progress', 'closed')),
+            created_at TEXT NOT NULL,
+            requested_by TEXT NOT NULL,
+            approved_by TEXT,
+            approval_id TEXT UNIQUE REFERENCES approvals (approval_id)
+        );
+        CREATE INDEX work_orders_by_pump ON work_orders (pump_id, status)
+        """,
+    ),
 )
 
 

@@ -1,13 +1,20 @@
-"""Alarm queries."""
+"""Alarm queries, and acknowledgement under an approval grant."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+
 from pydantic import BaseModel, ConfigDict
 
+from governance import Grant, complete, redeem
 from storage import Database
-from twin.identifiers import normalize_pump_id
+from twin.errors import InvalidInputError, NotFoundError
+from twin.identifiers import normalize_alarm_id, normalize_pump_id
 from twin.models import Severity
 
+ACKNOWLEDGE_FUNCTION = "alarms-acknowledge_alarm"
+MAX_NOTE = 500
 MAX_ALARMS_LISTED = 50
 
 
@@ -84,3 +91,54 @@ class AlarmService:
         return AlarmList(
             filters=filters, count=count, returned=len(alarms), truncated=count > len(alarms), alarms=alarms
         )
+
+    async def acknowledge(self, alarm_id: str, note: str, grant: Grant | None) -> str:
+        """Acknowledge an active alarm under an approval grant; a replay returns the first result.
+
+        Raises:
+            ApprovalRequiredError: no valid grant.
+            NotFoundError: unknown alarm.
+            InvalidInputError: empty or too long note, or the alarm is not active.
+        """
+        wanted = normalize_alarm_id(alarm_id)
+        text = note.strip()
+        if not 1 <= len(text) <= MAX_NOTE:
+            raise InvalidInputError(f"note must be 1-{MAX_NOTE} characters, e.g. 'Crew dispatched; bearing check'.")
+        arguments = {"alarm_id": alarm_id, "note": note}
+        async with self._db.transaction() as conn:
+            first = await redeem(conn, grant, ACKNOWLEDGE_FUNCTION, arguments)
+            if first is not None:
+                return first
+            assert grant is not None
+            async with conn.execute("SELECT active, pump_id FROM alarms WHERE alarm_id = ?", (wanted,)) as cursor:
+                alarm = await cursor.fetchone()
+            if alarm is None:
+                raise NotFoundError(
+                    f"No alarm found with id {alarm_id[:40]!r}. Alarm ids look like 'ALM-0001'. "
+                    "Call alarms-list_alarms to see valid ids."
+                )
+            if not alarm["active"]:
+                raise InvalidInputError(f"Alarm {wanted} is no longer active; there is nothing to acknowledge.")
+            async with conn.execute(
+                "SELECT decided_by FROM approvals WHERE approval_id = ?", (grant.approval_id,)
+            ) as cursor:
+                approval = await cursor.fetchone()
+            assert approval is not None  # redeem found it in this transaction
+            now = datetime.now(UTC).isoformat(timespec="seconds")
+            await conn.execute(
+                "UPDATE alarms SET acknowledged_at = ?, acknowledged_by = ?, acknowledgement_note = ? "
+                "WHERE alarm_id = ?",
+                (now, approval["decided_by"], text, wanted),
+            )
+            result = json.dumps(
+                {
+                    "status": "executed",
+                    "alarm_id": wanted,
+                    "pump_id": alarm["pump_id"],
+                    "acknowledged_at": now,
+                    "approval_id": grant.approval_id,
+                },
+                separators=(",", ":"),
+            )
+            await complete(conn, grant, result)
+        return result

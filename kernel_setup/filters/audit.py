@@ -18,6 +18,7 @@ from typing import Any
 from semantic_kernel.filters.functions.function_invocation_context import FunctionInvocationContext
 from semantic_kernel.functions.function_result import FunctionResult
 
+from governance import active_grant
 from kernel_setup.arguments import ToolArgumentError
 from kernel_setup.audit import AuditLog, AuditOutcome
 from plugins.declarations import traits_of
@@ -59,6 +60,9 @@ class AuditFilter:
         except Exception as exc:
             await self._record(context, arguments, started, AuditOutcome.ERROR, str(exc) or type(exc).__name__)
             raise
+        grant = active_grant()
+        if grant is not None and grant.committed and grant.function == context.function.fully_qualified_name:
+            return  # the write's own transaction already appended this invocation's row
         outcome, detail = _outcome_of(context.result)
         await self._record(context, arguments, started, outcome, detail, result=context.result)
 

@@ -15,7 +15,7 @@ from kernel_setup.direct_calls import tool_definitions
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
-@pytest.mark.parametrize("plugin", ["assets", "alarms", "sensors"])
+@pytest.mark.parametrize("plugin", ["assets", "alarms", "sensors", "work_orders"])
 def test_tool_schema_matches_the_snapshot(kernel: Kernel, plugin: str) -> None:
     definitions = [d for d in tool_definitions(kernel) if d["function"]["name"].startswith(f"{plugin}-")]
     path = SNAPSHOTS / f"{plugin}.json"
@@ -27,7 +27,7 @@ def test_tool_schema_matches_the_snapshot(kernel: Kernel, plugin: str) -> None:
 
 def test_every_parameter_is_described_with_an_example(kernel: Kernel) -> None:
     for definition in tool_definitions(kernel):
-        if definition["function"]["name"].split("-")[0] not in {"assets", "alarms", "sensors"}:
+        if definition["function"]["name"].split("-")[0] not in {"assets", "alarms", "sensors", "work_orders"}:
             continue
         function = definition["function"]
         assert function["description"].startswith("Returns"), function["name"]

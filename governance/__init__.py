@@ -1,0 +1,22 @@
+"""Governed writes: parked approvals, grants that write services redeem, intent keys for idempotency."""
+
+from governance.approvals import Approval, ApprovalStatus, ApprovalStore
+from governance.errors import ApprovalError, ApprovalRequiredError
+from governance.grants import Grant, active_grant, complete, granting, redeem
+from governance.intent import args_hash, canonical_json, intent_key
+
+__all__ = [
+    "Approval",
+    "ApprovalError",
+    "ApprovalRequiredError",
+    "ApprovalStatus",
+    "ApprovalStore",
+    "Grant",
+    "active_grant",
+    "args_hash",
+    "canonical_json",
+    "complete",
+    "granting",
+    "intent_key",
+    "redeem",
+]

@@ -1,0 +1,207 @@
+"""Parked write actions awaiting a human: durable rows bound to exact arguments and a requester."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel
+
+from governance.errors import ApprovalError
+from governance.intent import args_hash, canonical_json
+from storage import Database
+
+MAX_LISTED = 200
+
+
+class ApprovalStatus(str, Enum):
+    """Where a parked action stands."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    EXECUTED = "executed"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+class Approval(BaseModel):
+    """One parked action (DESIGN.md "Approval JSON")."""
+
+    id: str
+    function: str
+    arguments: dict[str, Any]
+    status: ApprovalStatus
+    requested_by: str
+    requested_at: str
+    expires_at: str
+    decided_by: str | None = None
+    decided_at: str | None = None
+    reason: str | None = None
+    result: Any = None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _ts(value: datetime) -> str:
+    return value.isoformat(timespec="seconds")
+
+
+class ApprovalStore:
+    """Reads and state transitions of approvals; every transition is a single guarded UPDATE."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def park(
+        self,
+        function: str,
+        arguments: Mapping[str, Any],
+        *,
+        intent: str,
+        requested_by: str,
+        session: str | None,
+        expiry_minutes: int,
+    ) -> Approval:
+        """Park an action as pending; the same intent still pending returns the existing approval."""
+        now = _now()
+        async with self._db.transaction() as conn:
+            async with conn.execute(
+                "SELECT approval_id FROM approvals WHERE intent_key = ? AND status = 'pending' AND expires_at > ? "
+                "ORDER BY requested_at DESC LIMIT 1",
+                (intent, _ts(now)),
+            ) as cursor:
+                existing = await cursor.fetchone()
+            if existing is None:
+                approval_id = f"APR-{secrets.token_hex(4).upper()}"
+                await conn.execute(
+                    "INSERT INTO approvals (approval_id, function, arguments, args_hash, intent_key, status, "
+                    "requested_by, session, requested_at, expires_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+                    (
+                        approval_id,
+                        function,
+                        canonical_json(arguments),
+                        args_hash(function, arguments),
+                        intent,
+                        requested_by,
+                        session,
+                        _ts(now),
+                        _ts(now + timedelta(minutes=expiry_minutes)),
+                    ),
+                )
+            else:
+                approval_id = existing["approval_id"]
+        return await self.get(approval_id)
+
+    async def executed_result(self, intent: str) -> str | None:
+        """The first result of an intent that already ran, if it did."""
+        row = await self._db.fetch_one("SELECT result FROM idempotency WHERE intent_key = ?", (intent,))
+        return None if row is None else str(row["result"])
+
+    async def get(self, approval_id: str) -> Approval:
+        """One approval.
+
+        Raises:
+            ApprovalError: no approval has that id.
+        """
+        row = await self._db.fetch_one("SELECT * FROM approvals WHERE approval_id = ?", (approval_id.strip().upper(),))
+        if row is None:
+            raise ApprovalError(
+                f"No approval with id {approval_id[:40]!r}. Approval ids look like 'APR-1A2B3C4D'; "
+                "list them with `pumpops approvals list`."
+            )
+        return _approval(row)
+
+    async def list(self, status: ApprovalStatus | None = None) -> list[Approval]:
+        """Approvals, newest first, optionally of one status (expired ones report as expired)."""
+        rows = await self._db.fetch_all(
+            "SELECT * FROM approvals ORDER BY requested_at DESC, approval_id LIMIT ?", (MAX_LISTED,)
+        )
+        approvals = [_approval(row) for row in rows]
+        return [a for a in approvals if status is None or a.status is status]
+
+    async def claim(self, approval_id: str, by: str, *, allow_self_approval: bool) -> tuple[Approval, bool]:
+        """Move a pending approval to approved; return it and whether this call won the claim.
+
+        A second approver of the same action does not win; an already approved but unexecuted action
+        (a crash between approval and execution) may be executed again, which the write's own
+        transaction makes safe.
+
+        Raises:
+            ApprovalError: unknown id, expired, rejected, or self-approval when not allowed.
+        """
+        approval = await self.get(approval_id)
+        if approval.status is ApprovalStatus.EXECUTED:
+            return approval, False
+        if approval.status is ApprovalStatus.REJECTED:
+            raise ApprovalError(f"Approval {approval.id} was rejected by {approval.decided_by}; it cannot run.")
+        if approval.status is ApprovalStatus.EXPIRED:
+            raise ApprovalError(
+                f"Approval {approval.id} expired at {approval.expires_at}; ask the operator to propose it again."
+            )
+        if not allow_self_approval and by == approval.requested_by:
+            raise ApprovalError(
+                f"{by} requested {approval.id} and cannot approve it (Approval.AllowSelfApproval is false). "
+                f"A supervisor approves it with `pumpops approvals approve {approval.id} --by NAME`."
+            )
+        if approval.status is ApprovalStatus.APPROVED:
+            return approval, True
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ? "
+                "WHERE approval_id = ? AND status = 'pending' AND expires_at > ?",
+                (by, _ts(_now()), approval.id, _ts(_now())),
+            )
+            won = cursor.rowcount == 1
+        return await self.get(approval.id), won
+
+    async def reject(self, approval_id: str, by: str, reason: str) -> Approval:
+        """Reject a pending approval, recording who and why.
+
+        Raises:
+            ApprovalError: unknown id, no reason, or the approval is no longer pending.
+        """
+        if not reason.strip():
+            raise ApprovalError("Give a reason for the rejection, e.g. --reason 'duplicate of WO-0003'.")
+        approval = await self.get(approval_id)
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE approvals SET status = 'rejected', decided_by = ?, decided_at = ?, reason = ? "
+                "WHERE approval_id = ? AND status = 'pending'",
+                (by, _ts(_now()), reason.strip()[:500], approval.id),
+            )
+            changed = cursor.rowcount == 1
+        if not changed:
+            current = await self.get(approval.id)
+            raise ApprovalError(f"Approval {approval.id} is {current.status.value}; only pending ones can be rejected.")
+        return await self.get(approval.id)
+
+
+def _approval(row: Any) -> Approval:
+    status = ApprovalStatus(row["status"])
+    if status is ApprovalStatus.PENDING and row["expires_at"] <= _ts(_now()):
+        status = ApprovalStatus.EXPIRED
+    result = row["result"]
+    if result is not None:
+        try:
+            result = json.loads(result)
+        except ValueError:
+            pass
+    return Approval(
+        id=row["approval_id"],
+        function=row["function"],
+        arguments=json.loads(row["arguments"]),
+        status=status,
+        requested_by=row["requested_by"],
+        requested_at=row["requested_at"],
+        expires_at=row["expires_at"],
+        decided_by=row["decided_by"],
+        decided_at=row["decided_at"],
+        reason=row["reason"],
+        result=result,
+    )

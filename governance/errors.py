@@ -1,0 +1,13 @@
+"""Errors of the approval gate, worded for the model, the operator and the supervisor."""
+
+from __future__ import annotations
+
+from storage.errors import PumpOpsError
+
+
+class ApprovalError(PumpOpsError):
+    """An approval could not be decided (unknown id, expired, already decided, self-approval)."""
+
+
+class ApprovalRequiredError(PumpOpsError):
+    """A write was attempted without a valid grant from the approvals service."""

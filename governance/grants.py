@@ -1,0 +1,103 @@
+"""Grants: the approvals service's permission for one exact write, redeemed inside the write's transaction.
+
+A grant travels in a context variable set by the approvals door, never in kernel arguments, so a
+model or MCP client cannot forge one. Write services call `redeem` inside their own transaction:
+it checks the approval row (approved, same function, same argument hash), returns the first result
+when the intent already ran, and otherwise lets the write proceed; `complete` then records the
+result, the idempotency record and (through the grant's hook) the audit row in that same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import aiosqlite
+
+from governance.errors import ApprovalRequiredError
+from governance.intent import args_hash
+
+CommitHook = Callable[[aiosqlite.Connection, str], Awaitable[None]]
+
+
+@dataclass
+class Grant:
+    """Permission to run one approved action once."""
+
+    approval_id: str
+    function: str
+    on_commit: CommitHook | None = None
+    committed: bool = field(default=False)
+
+
+_GRANT: ContextVar[Grant | None] = ContextVar("pumpops_grant", default=None)
+
+
+def active_grant() -> Grant | None:
+    """The grant the approvals door set for the invocation running now, if any."""
+    return _GRANT.get()
+
+
+@contextmanager
+def granting(grant: Grant) -> Iterator[Grant]:
+    """Run the enclosed invocation under ``grant``."""
+    token = _GRANT.set(grant)
+    try:
+        yield grant
+    finally:
+        _GRANT.reset(token)
+
+
+async def redeem(
+    conn: aiosqlite.Connection, grant: Grant | None, function: str, arguments: Mapping[str, Any]
+) -> str | None:
+    """Check a grant inside the write's transaction; return the first result if the action already ran.
+
+    Raises:
+        ApprovalRequiredError: no grant, or one that does not match an approved action with exactly
+            these arguments.
+    """
+    if grant is None:
+        raise ApprovalRequiredError(
+            f"{function} changes records and needs a supervisor's approval. It was not executed. "
+            "Propose it through PumpOps (it will be parked as pending_approval) and a supervisor approves it "
+            "with `pumpops approvals approve ID --by NAME`."
+        )
+    async with conn.execute(
+        "SELECT function, args_hash, status, result FROM approvals WHERE approval_id = ?", (grant.approval_id,)
+    ) as cursor:
+        row = await cursor.fetchone()
+    if row is None or row["function"] != function or grant.function != function:
+        raise ApprovalRequiredError(f"Approval {grant.approval_id!r} does not cover {function}; nothing was executed.")
+    if row["args_hash"] != args_hash(function, arguments):
+        raise ApprovalRequiredError(
+            f"Approval {grant.approval_id!r} was given for different arguments; nothing was executed."
+        )
+    if row["status"] == "executed":
+        return str(row["result"])
+    if row["status"] != "approved":
+        raise ApprovalRequiredError(
+            f"Approval {grant.approval_id!r} is {row['status']}, not approved; nothing was executed."
+        )
+    return None
+
+
+async def complete(conn: aiosqlite.Connection, grant: Grant, result: str) -> None:
+    """Record the executed action's result and its idempotency record (and audit row, via the hook)."""
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    await conn.execute(
+        "UPDATE approvals SET status = 'executed', executed_at = ?, result = ? WHERE approval_id = ?",
+        (now, result, grant.approval_id),
+    )
+    await conn.execute(
+        "INSERT OR IGNORE INTO idempotency (intent_key, function, result, created_at) "
+        "SELECT intent_key, function, ?, ? FROM approvals WHERE approval_id = ?",
+        (result, now, grant.approval_id),
+    )
+    if grant.on_commit is not None:
+        await grant.on_commit(conn, result)
+        grant.committed = True

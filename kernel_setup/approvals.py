@@ -1,0 +1,109 @@
+"""The supervisor's side of the gate: list, approve (execute exactly once) and reject parked actions.
+
+Never a kernel function or an MCP tool: only the `pumpops approvals` commands and the chat's
+slash commands reach it, and each decision is audited.
+"""
+
+from __future__ import annotations
+
+from semantic_kernel import Kernel
+from semantic_kernel.functions import KernelArguments
+
+from governance import Approval, ApprovalError, ApprovalStatus, ApprovalStore, Grant, granting
+from kernel_setup.audit import AuditLog, AuditOutcome
+from kernel_setup.call_context import CallContext, acting_as
+from kernel_setup.direct_calls import pumpops_cause, resolve_function
+from kernel_setup.filters.approval import audit_hook
+from kernel_setup.settings import ApprovalSettings
+
+DOOR = "approvals"
+
+
+class ApprovalService:
+    """Decides parked actions and runs approved ones through the kernel under a grant."""
+
+    def __init__(self, store: ApprovalStore, kernel: Kernel, settings: ApprovalSettings, audit: AuditLog) -> None:
+        self._store = store
+        self._kernel = kernel
+        self._settings = settings
+        self._audit = audit
+
+    async def list(self, status: str | None = None) -> list[Approval]:
+        """Approvals, newest first, optionally of one status.
+
+        Raises:
+            ApprovalError: an unknown status.
+        """
+        if status is None:
+            return await self._store.list()
+        try:
+            wanted = ApprovalStatus(status.strip().lower())
+        except ValueError as exc:
+            raise ApprovalError(
+                f"Unknown status {status!r}; use one of {', '.join(s.value for s in ApprovalStatus)}."
+            ) from exc
+        return await self._store.list(wanted)
+
+    async def get(self, approval_id: str) -> Approval:
+        """One approval."""
+        return await self._store.get(approval_id)
+
+    async def approve(self, approval_id: str, by: str) -> Approval:
+        """Approve and execute a parked action exactly once; approving it again returns the first result.
+
+        Raises:
+            ApprovalError: unknown, expired, rejected, self-approval, or the execution failed (the approval
+                then stays approved and can be approved again to retry).
+        """
+        who = CallContext(principal=_name(by), door=DOOR)
+        try:
+            approval, _ = await self._store.claim(
+                approval_id, who.principal, allow_self_approval=self._settings.allow_self_approval
+            )
+        except ApprovalError as exc:
+            await self._audit_decision("approvals-approve", approval_id, who, AuditOutcome.DENIED, str(exc))
+            raise
+        await self._audit_decision("approvals-approve", approval.id, who, AuditOutcome.OK, approval.function)
+        if approval.status is ApprovalStatus.EXECUTED:
+            return approval
+        function = resolve_function(self._kernel, approval.function)
+        hook = audit_hook(self._audit, function, approval.arguments, f"{approval.id} approved by {who.principal}")
+        with acting_as(who), granting(Grant(approval_id=approval.id, function=approval.function, on_commit=hook)):
+            try:
+                await self._kernel.invoke(function, KernelArguments(**approval.arguments))
+            except Exception as exc:
+                cause = pumpops_cause(exc)
+                message = str(cause) if cause is not None else type(exc).__name__
+                raise ApprovalError(
+                    f"{approval.id} is approved but its execution failed: {message}. Approve it again to retry."
+                ) from exc
+        return await self._store.get(approval.id)
+
+    async def reject(self, approval_id: str, by: str, reason: str) -> Approval:
+        """Reject a pending action with a reason; it can never run.
+
+        Raises:
+            ApprovalError: unknown id, no reason, or no longer pending.
+        """
+        who = CallContext(principal=_name(by), door=DOOR)
+        try:
+            approval = await self._store.reject(approval_id, who.principal, reason)
+        except ApprovalError as exc:
+            await self._audit_decision("approvals-reject", approval_id, who, AuditOutcome.DENIED, str(exc))
+            raise
+        await self._audit_decision("approvals-reject", approval.id, who, AuditOutcome.OK, reason)
+        return approval
+
+    async def _audit_decision(
+        self, function: str, approval_id: str, who: CallContext, outcome: AuditOutcome, detail: str
+    ) -> None:
+        await self._audit.record(
+            function=function, arguments={"approval_id": approval_id}, outcome=outcome, call=who, detail=detail
+        )
+
+
+def _name(by: str) -> str:
+    name = by.strip()
+    if not name or len(name) > 100:
+        raise ApprovalError("Say who decides with --by NAME (1-100 characters), e.g. --by 'J. Supervisor'.")
+    return name

@@ -1,0 +1,141 @@
+"""FUNCTION_INVOCATION filter: the approval gate, for every door.
+
+Per-function policy (`Approval.Policy`): reads default to ``allow``, writes to ``require_approval``.
+A write needing approval is not run: it is parked durably, bound to a hash of its exact canonical
+arguments and to the requester, and the caller sees ``{"status": "pending_approval", ...}``. The
+same intent again returns the same pending approval, or the first result once it ran. Only the
+approvals door (a context-variable grant) lets the parked call through; write services check the
+grant again themselves, so a kernel without this filter still cannot write.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+
+import aiosqlite
+from semantic_kernel.filters.functions.function_invocation_context import FunctionInvocationContext
+from semantic_kernel.functions.function_result import FunctionResult
+from semantic_kernel.functions.kernel_function import KernelFunction
+
+from governance import ApprovalStore, Grant, active_grant, granting, intent_key
+from kernel_setup.audit import AuditLog, AuditOutcome
+from kernel_setup.call_context import current_call
+from kernel_setup.filters.audit import DETAIL_KEY, STATUS_KEY
+from kernel_setup.settings import ApprovalSettings, PolicyDecision
+from plugins.declarations import traits_of
+
+POLICY_APPROVER = "policy:allow"
+
+
+def policy_for(settings: ApprovalSettings, function: KernelFunction) -> PolicyDecision:
+    """The configured decision for a function, else the default for its declared effect."""
+    configured = settings.policy.get(function.plugin_name or "", {}).get(function.name)
+    if configured is not None:
+        return configured
+    return PolicyDecision.ALLOW if traits_of(function).read_only else PolicyDecision.REQUIRE_APPROVAL
+
+
+def audit_hook(audit: AuditLog | None, function: KernelFunction, arguments: dict[str, object], detail: str):
+    """A grant hook that appends the execution's audit row inside the write's own transaction."""
+    if audit is None:
+        return None
+
+    async def hook(conn: aiosqlite.Connection, result: str) -> None:
+        await audit.record_in(
+            conn,
+            function=function.fully_qualified_name,
+            arguments=arguments,
+            outcome=AuditOutcome.OK,
+            effect=traits_of(function).effect,
+            detail=detail,
+            result_text=result,
+        )
+
+    return hook
+
+
+class ApprovalGate:
+    """Parks writes for a human, denies what policy denies, lets granted actions through."""
+
+    def __init__(self, store: ApprovalStore, settings: ApprovalSettings, audit: AuditLog | None) -> None:
+        self._store = store
+        self._settings = settings
+        self._audit = audit
+
+    async def __call__(
+        self, context: FunctionInvocationContext, next: Callable[[FunctionInvocationContext], Awaitable[None]]
+    ) -> None:
+        """Apply the policy to one invocation."""
+        function = context.function
+        name = function.fully_qualified_name
+        decision = policy_for(self._settings, function)
+        if decision is PolicyDecision.DENY:
+            self._answer(
+                context,
+                {
+                    "status": "denied",
+                    "function": name,
+                    "message": (
+                        f"{name} is not allowed by PumpOps policy (Approval.Policy). Nothing was executed; "
+                        "tell the operator to ask an administrator if it is needed."
+                    ),
+                },
+                "denied",
+            )
+            return
+        if traits_of(function).read_only and decision is PolicyDecision.ALLOW:
+            await next(context)
+            return
+        grant = active_grant()
+        if grant is not None and grant.function == name:
+            await next(context)  # the approvals door executing an approved action; the service re-checks
+            return
+        arguments = dict(context.arguments)
+        call = current_call()
+        intent = intent_key(call.principal, call.session, name, arguments)
+        first = await self._store.executed_result(intent)
+        if first is not None:
+            context.result = FunctionResult(
+                function=function.metadata,
+                value=first,
+                metadata={STATUS_KEY: "ok", DETAIL_KEY: "replayed: this exact action already ran; first result"},
+            )
+            return
+        approval = await self._store.park(
+            name,
+            arguments,
+            intent=intent,
+            requested_by=call.principal,
+            session=call.session,
+            expiry_minutes=self._settings.expiry_minutes,
+        )
+        if decision is PolicyDecision.ALLOW:
+            await self._store.claim(approval.id, POLICY_APPROVER, allow_self_approval=True)
+            hook = audit_hook(self._audit, function, arguments, f"{approval.id} allowed by policy")
+            with granting(Grant(approval_id=approval.id, function=name, on_commit=hook)):
+                await next(context)
+            return
+        self._answer(
+            context,
+            {
+                "status": "pending_approval",
+                "approval_id": approval.id,
+                "function": name,
+                "expires_at": approval.expires_at,
+                "message": (
+                    "Parked for a human supervisor's approval; nothing has been executed. Tell the operator the "
+                    "approval id. Saying it is approved does not approve it."
+                ),
+            },
+            "pending_approval",
+            approval.id,
+        )
+
+    @staticmethod
+    def _answer(context: FunctionInvocationContext, payload: dict[str, object], status: str, detail: str = "") -> None:
+        context.result = FunctionResult(
+            function=context.function.metadata,
+            value=json.dumps(payload, separators=(",", ":")),
+            metadata={STATUS_KEY: status, DETAIL_KEY: detail or None},
+        )

@@ -1,0 +1,70 @@
+"""The `work_orders` plugin: propose work orders (parked for approval), list them, follow approvals."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from semantic_kernel.functions import kernel_function
+
+from governance import ApprovalStore, active_grant
+from plugins.declarations import reads, writes
+from plugins.results import to_json
+from twin.work_orders import Priority, WorkOrderService, WorkOrderStatus
+
+
+class WorkOrdersPlugin:
+    """Thin kernel-function adapter over `WorkOrderService` and the approval store."""
+
+    def __init__(self, service: WorkOrderService, approvals: ApprovalStore) -> None:
+        self._service = service
+        self._approvals = approvals
+
+    @writes(idempotent=False, destructive=False)
+    @kernel_function(
+        name="create_work_order",
+        description=(
+            "Returns {status: pending_approval, approval_id} — proposes a maintenance work order for one pump; "
+            "a human supervisor must approve it before it is created, and nothing happens until then. Use it when "
+            "the operator asks to raise or schedule work. Check work_orders-list_work_orders first to avoid "
+            "duplicates. Never claims equipment was stopped or changed."
+        ),
+    )
+    async def create_work_order(
+        self,
+        pump_id: Annotated[str, "Exact pump identifier, e.g. 'PUMP-007'."],
+        priority: Annotated[Priority, "How soon, e.g. 'high'; 'urgent' only for zone D or trip-level readings."],
+        summary: Annotated[str, "What to do and why, 5-500 characters, e.g. 'Inspect DE bearing; 9.4 mm/s zone D'."],
+    ) -> str:
+        """Create a work order (runs only under an approval grant)."""
+        return await self._service.create(pump_id, priority, summary, active_grant())
+
+    @reads
+    @kernel_function(
+        name="list_work_orders",
+        description=(
+            "Returns work orders (id, pump id, priority, summary, status, who requested and approved), newest "
+            "first, at most 50. Use it to check for existing work before proposing new work, or to follow up."
+        ),
+    )
+    async def list_work_orders(
+        self,
+        pump_id: Annotated[str | None, "Only this pump's work orders, e.g. 'PUMP-007'. Omit for all."] = None,
+        status: Annotated[WorkOrderStatus | None, "Only work orders in this state, e.g. 'open'. Omit for all."] = None,
+    ) -> str:
+        """Work orders as JSON."""
+        return to_json(await self._service.list(pump_id=pump_id, status=status))
+
+    @reads
+    @kernel_function(
+        name="get_approval_status",
+        description=(
+            "Returns the state of a parked action (pending, approved, executed, rejected or expired), who decided "
+            "and the result once executed. Use it when the operator asks whether a proposed action went through."
+        ),
+    )
+    async def get_approval_status(
+        self, approval_id: Annotated[str, "The id returned when the action was parked, e.g. 'APR-1A2B3C4D'."]
+    ) -> str:
+        """One approval as JSON."""
+        approval = await self._approvals.get(approval_id)
+        return approval.model_dump_json()

@@ -1,0 +1,177 @@
+"""Work orders: proposed by the model, created only under an approval grant, listed for follow-up."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict
+
+from governance import Grant, complete, redeem
+from storage import Database
+from twin.errors import InvalidInputError, NotFoundError
+from twin.identifiers import normalize_pump_id
+
+MAX_WORK_ORDERS_LISTED = 50
+MIN_SUMMARY = 5
+MAX_SUMMARY = 500
+CREATE_FUNCTION = "work_orders-create_work_order"
+
+
+class Priority(str, Enum):
+    """How soon the work must happen."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    URGENT = "urgent"
+
+
+class WorkOrderStatus(str, Enum):
+    """Where a work order stands."""
+
+    OPEN = "open"
+    IN_PROGRESS = "in_progress"
+    CLOSED = "closed"
+
+
+class WorkOrder(BaseModel):
+    """One work order, naming its pump and the approval it came from."""
+
+    model_config = ConfigDict(frozen=True)
+    work_order_id: str
+    pump_id: str
+    priority: Priority
+    summary: str
+    status: WorkOrderStatus
+    created_at: str
+    requested_by: str
+    approved_by: str | None
+    approval_id: str | None
+
+
+class WorkOrderList(BaseModel):
+    """A capped list of work orders, newest first."""
+
+    model_config = ConfigDict(frozen=True)
+    filters: dict[str, str]
+    count: int
+    returned: int
+    truncated: bool
+    work_orders: list[WorkOrder]
+
+
+def check_summary(summary: str) -> str:
+    """A trimmed summary of acceptable length.
+
+    Raises:
+        InvalidInputError: too short or too long.
+    """
+    text = summary.strip()
+    if not MIN_SUMMARY <= len(text) <= MAX_SUMMARY:
+        raise InvalidInputError(
+            f"summary must be {MIN_SUMMARY}-{MAX_SUMMARY} characters describing the work, e.g. "
+            "'Inspect drive-end bearing; vibration 9.4 mm/s (zone D)'."
+        )
+    return text
+
+
+class WorkOrderService:
+    """Creates work orders under a grant and lists them."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def create(self, pump_id: str, priority: Priority, summary: str, grant: Grant | None) -> str:
+        """Create one work order under an approval grant; a replay returns the first result.
+
+        The work order, the approval's executed state, the idempotency record and (through the
+        grant's hook) the audit row commit in one transaction.
+
+        Raises:
+            ApprovalRequiredError: no valid grant.
+            NotFoundError: unknown pump.
+            InvalidInputError: bad summary.
+        """
+        pump = normalize_pump_id(pump_id)
+        text = check_summary(summary)
+        arguments = {"pump_id": pump_id, "priority": priority.value, "summary": summary}
+        async with self._db.transaction() as conn:
+            first = await redeem(conn, grant, CREATE_FUNCTION, arguments)
+            if first is not None:
+                return first
+            assert grant is not None
+            async with conn.execute("SELECT 1 FROM pumps WHERE pump_id = ?", (pump,)) as cursor:
+                if await cursor.fetchone() is None:
+                    raise NotFoundError(
+                        f"No pump found with id {pump_id[:80]!r}. Pump ids look like 'PUMP-007'. "
+                        "Call assets-list_pumps to see valid ids."
+                    )
+            async with conn.execute(
+                "SELECT COALESCE(MAX(CAST(substr(work_order_id, 4) AS INTEGER)), 0) + 1 FROM work_orders"
+            ) as cursor:
+                row = await cursor.fetchone()
+            work_order_id = f"WO-{(row[0] if row else 1):04d}"
+            async with conn.execute(
+                "SELECT requested_by, decided_by FROM approvals WHERE approval_id = ?", (grant.approval_id,)
+            ) as cursor:
+                approval = await cursor.fetchone()
+            assert approval is not None  # redeem found it in this transaction
+            created_at = datetime.now(UTC).isoformat(timespec="seconds")
+            await conn.execute(
+                "INSERT INTO work_orders (work_order_id, pump_id, priority, summary, status, created_at, "
+                "requested_by, approved_by, approval_id) VALUES (?, ?, ?, ?, 'open', ?, ?, ?, ?)",
+                (
+                    work_order_id,
+                    pump,
+                    priority.value,
+                    text,
+                    created_at,
+                    approval["requested_by"],
+                    approval["decided_by"],
+                    grant.approval_id,
+                ),
+            )
+            result = json.dumps(
+                {
+                    "status": "executed",
+                    "work_order_id": work_order_id,
+                    "pump_id": pump,
+                    "priority": priority.value,
+                    "approval_id": grant.approval_id,
+                },
+                separators=(",", ":"),
+            )
+            await complete(conn, grant, result)
+        return result
+
+    async def list(self, pump_id: str | None = None, status: WorkOrderStatus | None = None) -> WorkOrderList:
+        """Work orders, newest first, filtered by pump and status; capped."""
+        pump = normalize_pump_id(pump_id) if pump_id is not None and pump_id.strip() else None
+        params = (pump, status.value if status is not None else None)
+        where = "(?1 IS NULL OR pump_id = ?1) AND (?2 IS NULL OR status = ?2)"
+        count_row = await self._db.fetch_one("SELECT COUNT(*) AS n FROM work_orders WHERE " + where, params)
+        count = count_row["n"] if count_row else 0
+        rows = await self._db.fetch_all(
+            "SELECT * FROM work_orders WHERE " + where + " ORDER BY created_at DESC, work_order_id DESC LIMIT ?3",
+            (*params, MAX_WORK_ORDERS_LISTED),
+        )
+        orders = [
+            WorkOrder(
+                work_order_id=r["work_order_id"],
+                pump_id=r["pump_id"],
+                priority=Priority(r["priority"]),
+                summary=r["summary"],
+                status=WorkOrderStatus(r["status"]),
+                created_at=r["created_at"],
+                requested_by=r["requested_by"],
+                approved_by=r["approved_by"],
+                approval_id=r["approval_id"],
+            )
+            for r in rows
+        ]
+        filters = {k: v for k, v in (("pump_id", pump), ("status", params[1])) if v is not None}
+        return WorkOrderList(
+            filters=filters, count=count, returned=len(orders), truncated=count > len(orders), work_orders=orders
+        )
