@@ -70,7 +70,9 @@ class ApprovalService:
         hook = audit_hook(self._audit, function, approval.arguments, f"{approval.id} approved by {who.principal}")
         with acting_as(who), granting(Grant(approval_id=approval.id, function=approval.function, on_commit=hook)):
             try:
-                await self._kernel.invoke(function, KernelArguments(**approval.arguments))
+                arguments = KernelArguments()
+                arguments.update(approval.arguments)
+                await self._kernel.invoke(function, arguments)
             except Exception as exc:
                 cause = pumpops_cause(exc)
                 message = str(cause) if cause is not None else type(exc).__name__

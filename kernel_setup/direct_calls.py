@@ -95,7 +95,9 @@ async def call_tool(kernel: Kernel, name: str, pairs: list[str], rejections: Rej
             await rejections.record_rejected(name, {"raw": pairs}, str(exc), current_call())
         raise
     try:
-        result = await kernel.invoke(function, KernelArguments(**arguments))
+        kernel_arguments = KernelArguments()
+        kernel_arguments.update(arguments)  # never KernelArguments(**...): 'settings' there means execution settings
+        result = await kernel.invoke(function, kernel_arguments)
     except Exception as exc:  # SK wraps function errors; surface ours, never a traceback.
         cause = pumpops_cause(exc)
         if cause is None:

@@ -57,6 +57,7 @@ from plugins.declarations import traits_of
 from storage.errors import PumpOpsError
 
 TRUNCATION_RATIO = 0.5
+MAX_CALLS_PER_MESSAGE = 16
 
 
 class ChatServiceError(PumpOpsError):
@@ -238,8 +239,10 @@ class TurnRunner:
     ) -> AsyncIterator[TurnEvent]:
         for call in calls:
             yield ToolCallStarted(call.id or "", call.name or "", _arguments_of(call))
-        reads = [c for c in calls if self._is_read(c)]
-        writes = [c for c in calls if not self._is_read(c)]
+        allowed = calls[:MAX_CALLS_PER_MESSAGE]
+        reads = [c for c in allowed if self._is_read(c)]
+        writes = [c for c in allowed if not self._is_read(c)]
+        writes += list(calls[MAX_CALLS_PER_MESSAGE:])  # refused one by one below, without running
 
         Finished = list[tuple[FunctionCallContent, str, ToolCallRecord]]
 
@@ -277,6 +280,11 @@ class TurnRunner:
         started = time.perf_counter()
         arguments = _arguments_of(call)
         rejection = self._rejection(call, arguments)
+        if rejection is None and (call.index or 0) >= MAX_CALLS_PER_MESSAGE:
+            rejection = (
+                f"Not run: at most {MAX_CALLS_PER_MESSAGE} tool calls are executed per message. "
+                "Ask for fewer things at once, or use a list_ or get_sensor_readings tool that covers many pumps."
+            )
         outcome = CallOutcome()
         if rejection is not None:
             outcome.status, outcome.error = "rejected", rejection
