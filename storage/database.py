@@ -54,14 +54,18 @@ class Database:
         await self._writer.close()
 
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        """Run a parameterized SELECT and return every row."""
-        async with self._reader.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        """Run a parameterized SELECT and return every row.
+
+        The statement runs to completion in one step on the reader's thread: a statement left open
+        between awaits would pin every concurrent read on this connection to an old WAL snapshot,
+        hiding rows committed since (seen under load as a just-parked approval "not found").
+        """
+        return list(await self._reader.execute_fetchall(sql, params))
 
     async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
-        """Run a parameterized SELECT and return the first row, if any."""
-        async with self._reader.execute(sql, params) as cursor:
-            return await cursor.fetchone()
+        """Run a parameterized SELECT and return the first row, if any (completed in one step, see `fetch_all`)."""
+        rows = await self._reader.execute_fetchall(sql, params)
+        return next(iter(rows), None)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:

@@ -7,7 +7,18 @@ import logging
 import typer
 from rich.console import Console
 
-from kernel_setup.cli import approvals_cmd, ask_cmd, audit_cmd, config_cmd, db_cmd, ingest_cmd, mcp_cmd, tools_cmd
+from kernel_setup.cli import (
+    approvals_cmd,
+    ask_cmd,
+    audit_cmd,
+    chat_cmd,
+    config_cmd,
+    db_cmd,
+    ingest_cmd,
+    mcp_cmd,
+    tools_cmd,
+    triage_cmd,
+)
 from kernel_setup.cli.common import CliState
 
 app = typer.Typer(
@@ -25,6 +36,8 @@ app.add_typer(approvals_cmd.app, name="approvals")
 app.command("ask")(ask_cmd.ask)
 app.command("ingest")(ingest_cmd.ingest_command)
 app.command("mcp")(mcp_cmd.mcp_command)
+app.command("chat")(chat_cmd.chat_command)
+app.command("triage")(triage_cmd.triage_command)
 
 
 @app.callback()

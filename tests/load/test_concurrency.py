@@ -1,0 +1,183 @@
+"""20 concurrent sessions for a minute: MCP over streamable HTTP (another process) and in-process turns.
+
+No `database is locked` reaches a user, audit rows equal invocations, the chain verifies, two
+supervisors approving one action at once execute it once. Prints the figures (run with -s).
+`LOAD_SECONDS` shortens or lengthens the run (default 60).
+"""
+
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from kernel_setup import Settings, load_settings, open_app
+from kernel_setup.agent.runner import TurnRunner
+from tests.fakes.ollama import MODEL, reply
+
+SECONDS = float(os.environ.get("LOAD_SECONDS", "60"))
+MCP_SESSIONS = 10
+TURN_SESSIONS = 10
+PUMPS = [f"PUMP-00{i}" for i in range(1, 9)]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def reactive_ollama(request: httpx.Request) -> httpx.Response:
+    """An instant model: asks for one pump's details after a user message, answers after a tool result."""
+    if request.url.path == "/api/tags":
+        return httpx.Response(200, json={"models": [{"model": MODEL, "name": MODEL}]})
+    body = json.loads(request.content)
+    last = body["messages"][-1]
+    if last["role"] == "user":
+        pump = PUMPS[len(last["content"]) % len(PUMPS)]
+        chunk = reply(tool_calls=[("assets-get_pump_details", {"pump_id": pump})])
+    else:
+        chunk = reply("Checked.")
+    return httpx.Response(
+        200, content=(json.dumps(chunk) + "\n").encode(), headers={"content-type": "application/x-ndjson"}
+    )
+
+
+async def mcp_worker(url: str, index: int, deadline: float, latencies: list[float], errors: list[str]) -> int:
+    calls = 0
+    async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
+        await session.initialize()
+        while time.monotonic() < deadline:
+            pump = PUMPS[(index + calls) % len(PUMPS)]
+            if calls % 10 == 9:
+                name, args = (
+                    "work_orders-create_work_order",
+                    {"pump_id": pump, "priority": "low", "summary": f"Load test {index}-{calls}"},
+                )
+            elif calls % 3 == 0:
+                name, args = "alarms-list_alarms", {"pump_id": pump}
+            else:
+                name, args = "assets-get_pump_details", {"pump_id": pump}
+            started = time.perf_counter()
+            result = await session.call_tool(name, args)
+            latencies.append((time.perf_counter() - started) * 1000)
+            calls += 1
+            text = "".join(getattr(c, "text", "") for c in result.content)
+            if result.isError or "locked" in text:
+                errors.append(text[:200])
+    return calls
+
+
+async def turn_worker(
+    runner: TurnRunner, index: int, deadline: float, latencies: list[float], errors: list[str]
+) -> int:
+    invocations = 0
+    session = f"load-{index}"
+    while time.monotonic() < deadline:
+        result = await runner.run("x" * (index + invocations % 7 + 1), session=session, principal=f"op{index}")
+        for record in result.tool_calls:
+            invocations += 1
+            latencies.append(record.duration_ms)
+            if record.status != "ok":
+                errors.append(record.summary)
+        if result.degraded:
+            errors.append(result.reason or "degraded")
+    return invocations
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    path = tmp_path / "appsettings.json"
+    path.write_text(
+        json.dumps({"Database": {"Path": "load.db"}, "Qdrant": {"Path": ":memory:"}, "Agent": {"HistoryTokens": 600}})
+    )
+    return load_settings(path, env={})
+
+
+async def test_twenty_concurrent_sessions_lose_nothing_and_never_see_a_lock(settings: Settings) -> None:
+    async with open_app(settings) as app:  # create and load the database before the server starts
+        pass
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("PUMPOPS_")}
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "pumpops"),
+            "--settings",
+            str(settings.source),
+            "mcp",
+            "--http",
+            "--port",
+            str(port),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        ready_by = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                assert server.poll() is None, server.stderr.read().decode() if server.stderr else "server exited"
+                assert time.monotonic() < ready_by, "the MCP server did not start within 60 s"
+                await asyncio.sleep(0.2)
+        latencies: list[float] = []
+        errors: list[str] = []
+        started = time.monotonic()
+        deadline = started + SECONDS
+        async with (
+            open_app(settings, chat_transport=httpx.MockTransport(reactive_ollama)) as first,
+            open_app(settings, chat_transport=httpx.MockTransport(reactive_ollama)) as second,
+        ):
+            runners = [first.runner(), second.runner()]
+            counts: list[Any] = await asyncio.gather(
+                *[
+                    mcp_worker(f"http://127.0.0.1:{port}/mcp", i, deadline, latencies, errors)
+                    for i in range(MCP_SESSIONS)
+                ],
+                *[turn_worker(runners[i % 2], i, deadline, latencies, errors) for i in range(TURN_SESSIONS)],
+                return_exceptions=True,
+            )
+            elapsed = time.monotonic() - started
+            failures = [c for c in counts if isinstance(c, BaseException)]
+            assert not failures, failures
+            invocations = sum(counts)
+            pending = await first.approvals.list("pending")
+            assert pending, "the load included writes, which must be parked"
+            target = pending[0].id
+            decided = await asyncio.gather(
+                first.approvals.approve(target, by="sup-a"),
+                second.approvals.approve(target, by="sup-b"),
+                return_exceptions=True,
+            )
+            assert not [d for d in decided if isinstance(d, BaseException)], decided
+            orders = await first.db.fetch_one("SELECT COUNT(*) AS n FROM work_orders")
+            rows = await first.db.fetch_one("SELECT COUNT(*) AS n FROM audit_log WHERE door IN ('mcp', 'chat')")
+            chain = await first.audit.verify()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stderr is not None:
+            server.stderr.close()
+    p95 = statistics.quantiles(latencies, n=20)[18] if len(latencies) >= 20 else max(latencies)
+    print(
+        f"\nconcurrent sessions: {MCP_SESSIONS + TURN_SESSIONS} x {elapsed:.0f} s; invocations: {invocations}; "
+        f"audit rows: {rows['n'] if rows else 0}; chain: {'verifies' if chain is None else f'broken at {chain}'}; "
+        f"p50 tool latency {statistics.median(latencies):.1f} ms, p95 {p95:.1f} ms; errors: {len(errors)}"
+    )
+    assert errors == []
+    assert rows is not None and rows["n"] == invocations
+    assert chain is None
+    assert orders is not None and orders["n"] == 1
