@@ -14,13 +14,12 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# The main job: ask the assistant about the fleet. Without a reachable Ollama model it says how to
-# start one, then shows the same summary straight from the tool, so a fresh machine still answers.
+# The main job: the operator chat. Without a reachable model it says how to start one, then shows
+# the fleet summary straight from the tool, so a fresh machine still answers something useful.
 run: $(STAMP)
 	$(BIN)/pumpops db init
 	$(BIN)/pumpops ingest
-	$(BIN)/pumpops ask "How is the fleet doing, and which pump needs attention first?" \
-	  || $(BIN)/pumpops tools call assets.get_system_summary
+	$(BIN)/pumpops chat || $(BIN)/pumpops tools call assets.get_system_summary
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
