@@ -129,11 +129,10 @@ class PumpOpsMcpServer(Server[None, Any]):
         return _success(value, None if status is None else str(getattr(status, "value", status)))
 
     async def _reject(self, name: str, arguments: Mapping[str, Any], reason: str) -> types.CallToolResult:
-        if self._app.settings.audit.enabled:
-            try:
-                await self._app.audit.record_rejected(name, arguments, reason)
-            except PumpOpsError as exc:
-                return _error(str(exc))
+        try:  # rejections are recorded whatever Audit.Enabled says: they are security-relevant
+            await self._app.audit.record_rejected(name, arguments, reason)
+        except PumpOpsError as exc:
+            return _error(str(exc))
         return _error(reason)
 
 

@@ -33,13 +33,16 @@ DETAIL_KEY = "pumpops_detail"
 class AuditFilter:
     """Record each invocation in the audit log after it ends; exceptions pass through unchanged.
 
-    An argument refused by the argument check is recorded as ``rejected``; any other exception as
+    With ``record_reads=False`` (``Audit.Enabled: false``) successful and failed reads go unrecorded;
+    writes, approvals and rejections are recorded whatever the setting. An argument refused by the
+    argument check is recorded as ``rejected``; any other exception as
     ``error`` with its message. If the row cannot be written the `AuditError` propagates: an
     invocation the trail does not show is not reported as a success.
     """
 
-    def __init__(self, log: AuditLog) -> None:
+    def __init__(self, log: AuditLog, *, record_reads: bool = True) -> None:
         self._log = log
+        self._record_reads = record_reads
 
     async def __call__(
         self,
@@ -47,6 +50,9 @@ class AuditFilter:
         next: Callable[[FunctionInvocationContext], Awaitable[None]],
     ) -> None:
         """Run the rest of the filter chain and the function, then append the audit row."""
+        if not self._record_reads and traits_of(context.function).read_only:
+            await next(context)  # Audit.Enabled=false silences reads only; writes are always recorded
+            return
         arguments = dict(context.arguments)  # before later filters replace them with checked values
         started = time.perf_counter()
         try:

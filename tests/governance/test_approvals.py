@@ -254,3 +254,20 @@ async def test_an_injected_alarm_message_obeyed_by_the_model_executes_no_write(t
         tool_text = fake.tool_messages(1)[0]["content"]
         assert injection in tool_text and tool_text.startswith("<<UNTRUSTED-DATA ")
         assert await chain_ok(app)
+
+
+async def test_disabling_the_audit_silences_reads_but_never_writes_or_approvals(tmp_path: Path) -> None:
+    path = tmp_path / "appsettings.json"
+    path.write_text(
+        json.dumps({"Database": {"Path": "q.db"}, "Qdrant": {"Path": ":memory:"}, "Audit": {"Enabled": False}})
+    )
+    async with open_app(load_settings(path, env={})) as app:
+        await app.kernel.invoke(app.kernel.get_function("assets", "get_system_summary"))
+        parked = await propose(app)
+        await app.approvals.approve(parked["approval_id"], by="bob")
+        rows = await app.db.fetch_all("SELECT function, outcome FROM audit_log ORDER BY id")
+        assert [(r["function"], r["outcome"]) for r in rows] == [
+            ("work_orders-create_work_order", "pending_approval"),
+            ("approvals-approve", "ok"),
+            ("work_orders-create_work_order", "ok"),
+        ]
