@@ -127,8 +127,9 @@ class ApprovalSettings(_Section):
 
 
 class AuditSettings(_Section):
-    """The hash-chained audit trail; ``Enabled: false`` stops recording reads only (writes, approvals and
-    rejections are always recorded).
+    """The hash-chained audit trail.
+
+    ``Enabled: false`` stops recording reads only; writes, approvals and rejections are always recorded.
     """
 
     model_config = ConfigDict(alias_generator=_alias)
