@@ -18,8 +18,6 @@ from kernel_setup.agent.events import TurnEvent, TurnFinished, TurnResult
 from kernel_setup.app import AppContext
 from storage.errors import PumpOpsError
 from twin.alarms import Alarm
-from twin.identifiers import normalize_alarm_id
-from twin.models import Severity
 
 AUTOMATION_PRINCIPAL = "automation:triage"
 TREND_DAYS = 30
@@ -94,31 +92,9 @@ async def read_alarm(app: AppContext, alarm_id: str) -> Alarm:
         UnknownAlarmError: the id names no alarm; the message says how to list them.
     """
     try:
-        wanted = normalize_alarm_id(alarm_id)
+        return await app.alarms.get(alarm_id)
     except PumpOpsError as exc:
         raise UnknownAlarmError(str(exc)) from exc
-    row = await app.db.fetch_one(
-        "SELECT alarm_id, pump_id, severity, sensor_type, message, value, raised_at, active, acknowledged_at, "
-        "acknowledged_by FROM alarms WHERE alarm_id = ?",
-        (wanted,),
-    )
-    if row is None:
-        raise UnknownAlarmError(
-            f"No alarm found with id {wanted!r}. Alarm ids look like 'ALM-0001'; list them with "
-            "`pumpops tools call alarms.list_alarms active_only=false`."
-        )
-    return Alarm(
-        alarm_id=row["alarm_id"],
-        pump_id=row["pump_id"],
-        severity=Severity(row["severity"]),
-        sensor_type=row["sensor_type"],
-        message=row["message"],
-        value=row["value"],
-        raised_at=row["raised_at"],
-        active=bool(row["active"]),
-        acknowledged_at=row["acknowledged_at"],
-        acknowledged_by=row["acknowledged_by"],
-    )
 
 
 def triage_prompt(alarm: Alarm) -> str:

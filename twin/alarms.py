@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -73,24 +74,26 @@ class AlarmService:
             "raised_at DESC, alarm_id LIMIT ?4",
             (*params, MAX_ALARMS_LISTED),
         )
-        alarms = [
-            Alarm(
-                alarm_id=row["alarm_id"],
-                pump_id=row["pump_id"],
-                severity=Severity(row["severity"]),
-                sensor_type=row["sensor_type"],
-                message=row["message"],
-                value=row["value"],
-                raised_at=row["raised_at"],
-                active=bool(row["active"]),
-                acknowledged_at=row["acknowledged_at"],
-                acknowledged_by=row["acknowledged_by"],
-            )
-            for row in rows
-        ]
+        alarms = [_alarm(row) for row in rows]
         return AlarmList(
             filters=filters, count=count, returned=len(alarms), truncated=count > len(alarms), alarms=alarms
         )
+
+    async def get(self, alarm_id: str) -> Alarm:
+        """One alarm, active or cleared.
+
+        Raises:
+            InvalidInputError: the value cannot be an alarm id.
+            NotFoundError: no alarm has that id.
+        """
+        wanted = normalize_alarm_id(alarm_id)
+        row = await self._db.fetch_one("SELECT * FROM alarms WHERE alarm_id = ?", (wanted,))
+        if row is None:
+            raise NotFoundError(
+                f"No alarm found with id {alarm_id[:40]!r}. Alarm ids look like 'ALM-0001'. "
+                "Call alarms-list_alarms with active_only false to see valid ids."
+            )
+        return _alarm(row)
 
     async def acknowledge(self, alarm_id: str, note: str, grant: Grant | None) -> str:
         """Acknowledge an active alarm under an approval grant; a replay returns the first result.
@@ -142,3 +145,18 @@ class AlarmService:
             )
             await complete(conn, grant, result)
         return result
+
+
+def _alarm(row: Any) -> Alarm:
+    return Alarm(
+        alarm_id=row["alarm_id"],
+        pump_id=row["pump_id"],
+        severity=Severity(row["severity"]),
+        sensor_type=row["sensor_type"],
+        message=row["message"],
+        value=row["value"],
+        raised_at=row["raised_at"],
+        active=bool(row["active"]),
+        acknowledged_at=row["acknowledged_at"],
+        acknowledged_by=row["acknowledged_by"],
+    )
