@@ -61,10 +61,11 @@ def coerce_arguments(metadata: KernelFunctionMetadata, arguments: Mapping[str, A
 
 def _coerce(name: str, key: str, value: Any, schema: Mapping[str, Any], metadata: KernelFunctionMetadata) -> Any:
     kind = schema.get("type", "string")
-    shown = repr(value)[:80]
+    shown = _shown(value)
     if "enum" in schema:
         allowed = [str(v) for v in schema["enum"]]
-        text = str(getattr(value, "value", value)).strip().lower() if isinstance(value, str | bool | int) else None
+        raw = _text(getattr(value, "value", value)) if isinstance(value, str | bool | int) else None
+        text = None if raw is None else raw.strip().lower()
         if text not in allowed:
             raise ToolArgumentError(f"{name}: {key}={shown} is not allowed; use one of {', '.join(allowed)}.")
         return text
@@ -87,13 +88,17 @@ def _coerce(name: str, key: str, value: Any, schema: Mapping[str, Any], metadata
     if kind == "string":
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise ToolArgumentError(f"{name}: {key} must be text, got {type(value).__name__}. {usage(metadata)}.")
-        text = str(value)
+        text = _text(value)
+        if text is None:
+            raise ToolArgumentError(f"{name}: {key} is a number too long to use as text; send at most a few digits.")
         if len(text) > MAX_STRING_LENGTH:
             raise ToolArgumentError(
                 f"{name}: {key} is {len(text)} characters; at most {MAX_STRING_LENGTH} are accepted."
             )
         if "\x00" in text:
             raise ToolArgumentError(f"{name}: {key} contains a NUL character; send plain text.")
+        if not _encodable(text):
+            raise ToolArgumentError(f"{name}: {key} contains an unpaired surrogate (invalid unicode); send plain text.")
         return text
     return value
 
@@ -114,3 +119,28 @@ def _number(value: Any) -> float | None:
     else:
         return None
     return number if math.isfinite(number) else None
+
+
+def _shown(value: Any) -> str:
+    """The value as a message shows it; never raises (an integer past Python's 4300-digit limit cannot be printed)."""
+    try:
+        return repr(value)[:80]
+    except ValueError:
+        return f"<{type(value).__name__} too long to show>"
+
+
+def _text(value: Any) -> str | None:
+    """``str(value)``, or None for an integer too long to print."""
+    try:
+        return str(value)
+    except ValueError:
+        return None
+
+
+def _encodable(text: str) -> bool:
+    """False when ``text`` holds a lone surrogate, which SQLite and UTF-8 cannot store."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -44,6 +44,7 @@ MAX_DEPTH = 6
 _SECRET_KEY_PARTS = ("password", "passwd", "secret", "token", "api_key", "apikey", "credential")
 _REDACTED = "[redacted]"
 _VERIFY_BATCH = 1_000
+_MAX_INT_BITS = 1_024
 
 # The columns the row hash covers, in a fixed order (the canonical JSON sorts keys anyway).
 _HASHED_COLUMNS = (
@@ -288,16 +289,18 @@ def _columns(
 ) -> dict[str, Any]:
     who = call if call is not None else current_call()
     columns: dict[str, Any] = {
-        "principal": who.principal,
-        "session": who.session,
-        "door": who.door,
-        "function": function,
+        "principal": _utf8(who.principal),
+        "session": None if who.session is None else _utf8(who.session),
+        "door": _utf8(who.door),
+        "function": _utf8(function),
         "effect": None if effect is None else effect.value,
         "arguments": sanitize_arguments(arguments),
         "outcome": outcome.value,
         "detail": None if detail is None else _cap(detail),
         "duration_ms": None if duration_ms is None else round(float(duration_ms), 3),
-        "result_digest": None if result_text is None else hashlib.sha256(result_text.encode()).hexdigest(),
+        "result_digest": None
+        if result_text is None
+        else hashlib.sha256(result_text.encode("utf-8", "surrogatepass")).hexdigest(),
     }
     return columns
 
@@ -311,7 +314,7 @@ def row_hash(columns: Mapping[str, Any]) -> str:
 
 def sanitize_arguments(arguments: Mapping[str, Any]) -> str:
     """Arguments as compact JSON with sorted keys: strings capped, secrets redacted, anything else made text."""
-    clean = {str(key): _REDACTED if _is_secret(key) else _sanitize(value, 1) for key, value in arguments.items()}
+    clean = {_key(key): _REDACTED if _is_secret(key) else _sanitize(value, 1) for key, value in arguments.items()}
     return json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
@@ -342,16 +345,29 @@ def _is_secret(key: object) -> bool:
 
 
 def _cap(text: str) -> str:
+    text = _utf8(text)
     if len(text) <= MAX_STRING_CHARS:
         return text
     return f"{text[:MAX_STRING_CHARS]}…[+{len(text) - MAX_STRING_CHARS} chars]"
 
 
+def _utf8(text: str) -> str:
+    """``text`` with lone surrogates replaced: JSON, SQLite and the row hash need encodable UTF-8."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _key(key: object) -> str:
+    return _cap(key) if isinstance(key, str) else _cap(str(_sanitize(key, MAX_DEPTH)))
+
+
 def _sanitize(value: Any, depth: int) -> Any:
     if isinstance(value, Enum):
         value = value.value
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, int):
+        # JSON cannot print an integer past Python's 4300-digit limit; the row records its size instead.
+        return value if value.bit_length() <= _MAX_INT_BITS else f"[integer of {value.bit_length()} bits]"
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, str):

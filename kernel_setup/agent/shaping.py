@@ -1,17 +1,54 @@
 """How tool results enter the model's context: capped, and fenced as untrusted data.
 
 Each turn draws a random marker; a result is wrapped between an opening and a closing line that
-carry it. Data cannot forge or close the fence because it cannot know the marker, and any
-occurrence of the fence words inside data is neutralised before wrapping.
+carry it. Data cannot forge or close the fence: it cannot know the marker (and if a model copies the
+marker into data, it is removed there), and any occurrence of the fence words inside data, in any
+case, spacing or look-alike characters, is neutralised before wrapping.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+import unicodedata
+from functools import lru_cache
 
 FENCE_WORD = "UNTRUSTED-DATA"
-_FENCE_LIKE = re.compile(r"(?i)<<\s*/?\s*(end\s+)?untrusted[-_ ]data")
+_INVISIBLE = "\x00"  # what an invisible (format) character folds to while searching
+
+
+def _spelled(word: str) -> str:
+    return f"{_INVISIBLE}*".join(word)
+
+
+# The fence words as a reader perceives them: any case, spacing or dash, with invisible characters between
+# letters; searched in a folded copy of the text where look-alikes (fullwidth, ...) are plain letters.
+_FENCE_LIKE = re.compile(
+    rf"(?i)(?:<[\s{_INVISIBLE}]*){{0,2}}/?[\s{_INVISIBLE}]*(?:end\s+)?"
+    rf"{_spelled('untrusted')}[\W_]{{0,3}}{_spelled('data')}"
+)
+
+
+@lru_cache(maxsize=4096)
+def _fold(char: str) -> str:
+    """One character as a plain look-alike (NFKC) when that is one character; invisible ones as a marker."""
+    if unicodedata.category(char) == "Cf":
+        return _INVISIBLE
+    folded = unicodedata.normalize("NFKC", char)
+    return folded if len(folded) == 1 else char
+
+
+def _neutralise(text: str) -> str:
+    """Replace every fence-like token in ``text`` (found in a same-length folded copy) by a notice."""
+    folded = text if text.isascii() else "".join(map(_fold, text))
+    spans = [match.span() for match in _FENCE_LIKE.finditer(folded)]
+    if not spans:
+        return text
+    parts, at = [], 0
+    for start, end in spans:
+        parts += [text[at:start], "[fence removed]"]
+        at = end
+    return "".join([*parts, text[at:]])
 
 
 def new_marker() -> str:
@@ -28,7 +65,7 @@ def truncate(text: str, limit: int) -> str:
 
 def fence(text: str, marker: str) -> str:
     """Wrap tool output as untrusted data under this turn's marker."""
-    neutral = _FENCE_LIKE.sub("[fence removed]", text)
+    neutral = _neutralise(text).replace(marker, "[marker removed]")  # a model may have copied it into data
     return f"<<{FENCE_WORD} {marker}>>\n{neutral}\n<</{FENCE_WORD} {marker}>>"
 
 
