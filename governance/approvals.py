@@ -68,11 +68,12 @@ class ApprovalStore:
         session: str | None,
         expiry_minutes: int,
     ) -> Approval:
-        """Park an action as pending; the same intent still pending returns the existing approval."""
+        """Park an action as pending; the same intent still pending or approved returns the existing approval."""
         now = _now()
         async with self._db.transaction() as conn:
             async with conn.execute(
-                "SELECT approval_id FROM approvals WHERE intent_key = ? AND status = 'pending' AND expires_at > ? "
+                "SELECT approval_id FROM approvals WHERE intent_key = ? AND status IN ('pending', 'approved') "
+                "AND expires_at > ? "
                 "ORDER BY requested_at DESC LIMIT 1",
                 (intent, _ts(now)),
             ) as cursor:
@@ -142,15 +143,16 @@ class ApprovalStore:
             raise ApprovalError(f"Approval {approval.id} was rejected by {approval.decided_by}; it cannot run.")
         if approval.status is ApprovalStatus.EXPIRED:
             raise ApprovalError(
-                f"Approval {approval.id} expired at {approval.expires_at}; ask the operator to propose it again."
+                f"Approval {approval.id} expired at {approval.expires_at} without running; ask the operator to "
+                "propose it again."
             )
-        if not allow_self_approval and by == approval.requested_by:
+        if not allow_self_approval and same_principal(by, approval.requested_by):
             raise ApprovalError(
                 f"{by} requested {approval.id} and cannot approve it (Approval.AllowSelfApproval is false). "
                 f"A supervisor approves it with `pumpops approvals approve {approval.id} --by NAME`."
             )
         if approval.status is ApprovalStatus.APPROVED:
-            return approval, True
+            return approval, True  # approved earlier but not executed (a crash or a failed run): retry
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
                 "UPDATE approvals SET status = 'approved', decided_by = ?, decided_at = ? "
@@ -172,19 +174,27 @@ class ApprovalStore:
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
                 "UPDATE approvals SET status = 'rejected', decided_by = ?, decided_at = ?, reason = ? "
-                "WHERE approval_id = ? AND status = 'pending'",
+                "WHERE approval_id = ? AND status IN ('pending', 'approved')",
                 (by, _ts(_now()), reason.strip()[:500], approval.id),
             )
             changed = cursor.rowcount == 1
         if not changed:
             current = await self.get(approval.id)
-            raise ApprovalError(f"Approval {approval.id} is {current.status.value}; only pending ones can be rejected.")
+            raise ApprovalError(
+                f"Approval {approval.id} is {current.status.value}; only pending or not yet executed ones can be "
+                "rejected."
+            )
         return await self.get(approval.id)
+
+
+def same_principal(first: str, second: str) -> bool:
+    """Whether two principal names denote the same person (case and surrounding spaces ignored)."""
+    return first.strip().casefold() == second.strip().casefold()
 
 
 def _approval(row: Any) -> Approval:
     status = ApprovalStatus(row["status"])
-    if status is ApprovalStatus.PENDING and row["expires_at"] <= _ts(_now()):
+    if status in (ApprovalStatus.PENDING, ApprovalStatus.APPROVED) and row["expires_at"] <= _ts(_now()):
         status = ApprovalStatus.EXPIRED
     result = row["result"]
     if result is not None:

@@ -68,7 +68,8 @@ async def redeem(
             "with `pumpops approvals approve ID --by NAME`."
         )
     async with conn.execute(
-        "SELECT function, args_hash, status, result FROM approvals WHERE approval_id = ?", (grant.approval_id,)
+        "SELECT function, args_hash, status, result, intent_key, expires_at FROM approvals WHERE approval_id = ?",
+        (grant.approval_id,),
     ) as cursor:
         row = await cursor.fetchone()
     if row is None or row["function"] != function or grant.function != function:
@@ -83,6 +84,19 @@ async def redeem(
         raise ApprovalRequiredError(
             f"Approval {grant.approval_id!r} is {row['status']}, not approved; nothing was executed."
         )
+    if row["expires_at"] <= datetime.now(UTC).isoformat(timespec="seconds"):
+        raise ApprovalRequiredError(
+            f"Approval {grant.approval_id!r} expired at {row['expires_at']} before it ran; nothing was executed."
+        )
+    async with conn.execute("SELECT result FROM idempotency WHERE intent_key = ?", (row["intent_key"],)) as cursor:
+        done = await cursor.fetchone()
+    if done is not None:
+        # The same intent already ran under another approval: this one returns that result and writes nothing.
+        await conn.execute(
+            "UPDATE approvals SET status = 'executed', executed_at = ?, result = ? WHERE approval_id = ?",
+            (datetime.now(UTC).isoformat(timespec="seconds"), done["result"], grant.approval_id),
+        )
+        return str(done["result"])
     return None
 
 

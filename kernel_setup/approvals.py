@@ -7,14 +7,16 @@ slash commands reach it, and each decision is audited.
 from __future__ import annotations
 
 from semantic_kernel import Kernel
-from semantic_kernel.functions import KernelArguments
+from semantic_kernel.functions import KernelArguments, KernelFunction
 
 from governance import Approval, ApprovalError, ApprovalStatus, ApprovalStore, Grant, granting
 from kernel_setup.audit import AuditLog, AuditOutcome
 from kernel_setup.call_context import CallContext, acting_as
 from kernel_setup.direct_calls import pumpops_cause, resolve_function
-from kernel_setup.filters.approval import audit_hook
-from kernel_setup.settings import ApprovalSettings
+from kernel_setup.errors import ToolCallError
+from kernel_setup.filters.approval import audit_hook, policy_for
+from kernel_setup.settings import ApprovalSettings, PolicyDecision
+from storage.errors import PumpOpsError
 
 DOOR = "approvals"
 
@@ -55,18 +57,20 @@ class ApprovalService:
             ApprovalError: unknown, expired, rejected, self-approval, or the execution failed (the approval
                 then stays approved and can be approved again to retry).
         """
-        who = CallContext(principal=_name(by), door=DOOR)
+        who = CallContext(principal=by.strip()[:100] or "(nobody)", door=DOOR)
         try:
+            _name(by)
+            parked = await self._store.get(approval_id)
+            function = None if parked.status is ApprovalStatus.EXECUTED else self._runnable(parked)
             approval, _ = await self._store.claim(
                 approval_id, who.principal, allow_self_approval=self._settings.allow_self_approval
             )
-        except ApprovalError as exc:
+        except PumpOpsError as exc:
             await self._audit_decision("approvals-approve", approval_id, who, AuditOutcome.DENIED, str(exc))
             raise
         await self._audit_decision("approvals-approve", approval.id, who, AuditOutcome.OK, approval.function)
-        if approval.status is ApprovalStatus.EXECUTED:
+        if approval.status is ApprovalStatus.EXECUTED or function is None:
             return approval
-        function = resolve_function(self._kernel, approval.function)
         hook = audit_hook(self._audit, function, approval.arguments, f"{approval.id} approved by {who.principal}")
         with acting_as(who), granting(Grant(approval_id=approval.id, function=approval.function, on_commit=hook)):
             try:
@@ -81,14 +85,34 @@ class ApprovalService:
                 ) from exc
         return await self._store.get(approval.id)
 
+    def _runnable(self, approval: Approval) -> KernelFunction:
+        """The function a parked action calls, if it still exists and policy still lets it be approved.
+
+        Raises:
+            ApprovalError: the function is gone (renamed or removed) or now denied by policy.
+        """
+        try:
+            function = resolve_function(self._kernel, approval.function)
+        except ToolCallError as exc:
+            raise ApprovalError(
+                f"{approval.id} calls {approval.function}, which no longer exists; reject it with "
+                f"`pumpops approvals reject {approval.id} --by NAME --reason ...`."
+            ) from exc
+        if policy_for(self._settings, function) is PolicyDecision.DENY:
+            raise ApprovalError(
+                f"{approval.function} is now denied by Approval.Policy; {approval.id} cannot run. Reject it."
+            )
+        return function
+
     async def reject(self, approval_id: str, by: str, reason: str) -> Approval:
         """Reject a pending action with a reason; it can never run.
 
         Raises:
             ApprovalError: unknown id, no reason, or no longer pending.
         """
-        who = CallContext(principal=_name(by), door=DOOR)
+        who = CallContext(principal=by.strip()[:100] or "(nobody)", door=DOOR)
         try:
+            _name(by)
             approval = await self._store.reject(approval_id, who.principal, reason)
         except ApprovalError as exc:
             await self._audit_decision("approvals-reject", approval_id, who, AuditOutcome.DENIED, str(exc))

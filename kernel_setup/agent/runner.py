@@ -294,7 +294,7 @@ class TurnRunner:
         else:
             scratch = ChatHistory()
             with tracking(outcome):
-                await self._kernel.invoke_function_call(
+                stopped = await self._kernel.invoke_function_call(
                     function_call=call,
                     chat_history=scratch,
                     function_call_count=count,
@@ -303,6 +303,11 @@ class TurnRunner:
                 )
             results = [i for m in scratch.messages for i in m.items if isinstance(i, FunctionResultContent)]
             raw = result_text(results[0].result) if results else ""
+            if stopped is not None and stopped.terminate:
+                # The loop guard answered instead of the function: nothing ran, so the runner audits it.
+                outcome.status, outcome.error = "rejected", raw
+                if self._rejections is not None:
+                    await self._rejections.record_rejected(call.name or "", arguments, raw, current_call())
             if outcome.status == "error":
                 text = json.dumps({"error": outcome.error or raw})
             else:

@@ -21,7 +21,7 @@ from semantic_kernel.functions.kernel_function import KernelFunction
 from governance import ApprovalStore, Grant, active_grant, granting, intent_key
 from kernel_setup.audit import AuditLog, AuditOutcome
 from kernel_setup.call_context import current_call
-from kernel_setup.filters.audit import DETAIL_KEY, STATUS_KEY
+from kernel_setup.filters.audit import AUDITED_KEY, DETAIL_KEY, STATUS_KEY
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
 from plugins.declarations import traits_of
 
@@ -84,12 +84,26 @@ class ApprovalGate:
                 "denied",
             )
             return
-        if traits_of(function).read_only and decision is PolicyDecision.ALLOW:
-            await next(context)
+        if traits_of(function).read_only:
+            if decision is PolicyDecision.ALLOW:
+                await next(context)
+                return
+            self._answer(
+                context,
+                {
+                    "status": "denied",
+                    "function": name,
+                    "message": (
+                        f"{name} is a read; Approval.Policy can allow or deny reads but not park them. Nothing was run."
+                    ),
+                },
+                "denied",
+            )
             return
         grant = active_grant()
         if grant is not None and grant.function == name:
             await next(context)  # the approvals door executing an approved action; the service re-checks
+            _mark_audited(context, grant)
             return
         arguments = dict(context.arguments)
         call = current_call()
@@ -113,8 +127,10 @@ class ApprovalGate:
         if decision is PolicyDecision.ALLOW:
             await self._store.claim(approval.id, POLICY_APPROVER, allow_self_approval=True)
             hook = audit_hook(self._audit, function, arguments, f"{approval.id} allowed by policy")
-            with granting(Grant(approval_id=approval.id, function=name, on_commit=hook)):
+            policy_grant = Grant(approval_id=approval.id, function=name, on_commit=hook)
+            with granting(policy_grant):
                 await next(context)
+            _mark_audited(context, policy_grant)
             return
         self._answer(
             context,
@@ -139,3 +155,8 @@ class ApprovalGate:
             value=json.dumps(payload, separators=(",", ":")),
             metadata={STATUS_KEY: status, DETAIL_KEY: detail or None},
         )
+
+
+def _mark_audited(context: FunctionInvocationContext, grant: Grant) -> None:
+    if grant.committed and context.result is not None:
+        context.result.metadata[AUDITED_KEY] = True

@@ -18,13 +18,15 @@ from typing import Any
 from semantic_kernel.filters.functions.function_invocation_context import FunctionInvocationContext
 from semantic_kernel.functions.function_result import FunctionResult
 
-from governance import active_grant
 from kernel_setup.arguments import ToolArgumentError
 from kernel_setup.audit import AuditLog, AuditOutcome
 from plugins.declarations import traits_of
 
 STATUS_KEY = "pumpops_status"
 """Result metadata key a later filter sets to report ``denied`` or ``pending_approval``."""
+
+AUDITED_KEY = "pumpops_audited"
+"""Result metadata the approval gate sets when the write's own transaction appended the audit row."""
 
 DETAIL_KEY = "pumpops_detail"
 """Result metadata key for a short detail to keep with the row, e.g. an approval id."""
@@ -66,8 +68,7 @@ class AuditFilter:
         except Exception as exc:
             await self._record(context, arguments, started, AuditOutcome.ERROR, str(exc) or type(exc).__name__)
             raise
-        grant = active_grant()
-        if grant is not None and grant.committed and grant.function == context.function.fully_qualified_name:
+        if context.result is not None and context.result.metadata.get(AUDITED_KEY):
             return  # the write's own transaction already appended this invocation's row
         outcome, detail = _outcome_of(context.result)
         await self._record(context, arguments, started, outcome, detail, result=context.result)

@@ -1,0 +1,121 @@
+"""Edge cases found in review: one intent never runs twice, expiry holds after approval, every refusal is audited."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from governance import ApprovalError
+from kernel_setup import AppContext, load_settings, open_app
+from tests.fakes.ollama import ScriptedOllama, call, reply
+from tests.governance.test_approvals import ORDER, count, propose, settings_for
+
+
+async def test_the_same_intent_approved_twice_under_two_approvals_writes_once(app: AppContext) -> None:
+    first = await propose(app)
+    await app.approval_store.claim(first["approval_id"], "bob", allow_self_approval=False)
+    again = await propose(app)  # the intent is approved but not run yet: the same approval comes back
+    assert again["approval_id"] == first["approval_id"]
+    async with app.db.transaction() as conn:  # force a second approval of the same intent, as after a race
+        await conn.execute(
+            "INSERT INTO approvals SELECT 'APR-DUPL1CAT', function, arguments, args_hash, intent_key, 'pending', "
+            "requested_by, session, requested_at, expires_at, NULL, NULL, NULL, NULL, NULL FROM approvals"
+        )
+    await app.approvals.approve(first["approval_id"], by="bob")
+    second = await app.approvals.approve("APR-DUPL1CAT", by="carol")
+    assert second.status.value == "executed" and second.result["work_order_id"] == "WO-0001"
+    assert await count(app, "wo") == 1
+
+
+async def test_an_approved_action_that_expired_before_running_cannot_run(app: AppContext) -> None:
+    parked = await propose(app)
+    await app.approval_store.claim(parked["approval_id"], "bob", allow_self_approval=False)
+    async with app.db.transaction() as conn:
+        await conn.execute("UPDATE approvals SET expires_at = '2000-01-01T00:00:00+00:00'")
+    with pytest.raises(ApprovalError, match="expired"):
+        await app.approvals.approve(parked["approval_id"], by="mallory")
+    assert await count(app, "wo") == 0
+
+
+async def test_an_approved_but_unexecuted_action_can_still_be_rejected(app: AppContext) -> None:
+    parked = await propose(app)
+    await app.approval_store.claim(parked["approval_id"], "bob", allow_self_approval=False)
+    rejected = await app.approvals.reject(parked["approval_id"], by="carol", reason="changed our mind")
+    assert rejected.status.value == "rejected"
+    with pytest.raises(ApprovalError):
+        await app.approvals.approve(parked["approval_id"], by="bob")
+    assert await count(app, "wo") == 0
+
+
+@pytest.mark.parametrize("approver", ["alice ", " Alice", "ALICE"])
+async def test_self_approval_cannot_be_dodged_by_case_or_spaces(app: AppContext, approver: str) -> None:
+    parked = await propose(app, principal="alice")
+    with pytest.raises(ApprovalError, match="cannot approve it"):
+        await app.approvals.approve(parked["approval_id"], by=approver)
+    assert await count(app, "wo") == 0
+
+
+async def test_refusals_for_a_bad_approver_name_are_audited(app: AppContext) -> None:
+    parked = await propose(app)
+    for by in ("   ", "x" * 150):
+        with pytest.raises(ApprovalError, match="--by NAME"):
+            await app.approvals.approve(parked["approval_id"], by=by)
+    rows = await app.db.fetch_all("SELECT outcome FROM audit_log WHERE function = 'approvals-approve'")
+    assert [r["outcome"] for r in rows] == ["denied", "denied"]
+
+
+async def test_a_function_now_denied_by_policy_is_not_approved(tmp_path: Path) -> None:
+    first = settings_for(tmp_path)
+    async with open_app(first) as app:
+        parked = await propose(app)
+    path = tmp_path / "appsettings.json"
+    data = json.loads(path.read_text())
+    data["Approval"] = {"Policy": {"work_orders": {"create_work_order": "deny"}}}
+    path.write_text(json.dumps(data))
+    async with open_app(load_settings(path, env={})) as app:
+        with pytest.raises(ApprovalError, match="denied by Approval.Policy"):
+            await app.approvals.approve(parked["approval_id"], by="bob")
+        assert (await app.approvals.get(parked["approval_id"])).status.value == "pending"
+        assert await count(app, "wo") == 0
+
+
+async def test_a_write_allowed_by_policy_runs_at_once_with_exactly_one_audit_row(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, Policy={"work_orders": {"create_work_order": "allow"}})
+    async with open_app(settings) as app:
+        result = await propose(app)
+        assert result["status"] == "executed"
+        rows = await app.db.fetch_all("SELECT function, outcome FROM audit_log")
+        assert [(r["function"], r["outcome"]) for r in rows] == [("work_orders-create_work_order", "ok")]
+        assert await app.audit.verify() is None
+
+
+async def test_a_read_set_to_require_approval_is_refused_not_parked(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, Policy={"assets": {"get_system_summary": "require_approval"}})
+    async with open_app(settings) as app:
+        result = await app.kernel.invoke(app.kernel.get_function("assets", "get_system_summary"))
+        assert result is not None and json.loads(str(result.value))["status"] == "denied"
+        assert await count(app, "apr") == 0
+
+
+async def test_calls_stopped_by_loop_detection_are_audited_as_rejected(tmp_path: Path) -> None:
+    fake = ScriptedOllama(
+        [
+            reply(
+                tool_calls=[
+                    call("assets-get_system_summary"),
+                    call("assets-get_system_summary"),
+                    call("work_orders-create_work_order", **ORDER),
+                    call("work_orders-create_work_order", **ORDER),
+                ]
+            ),
+            reply("never asked"),
+        ]
+    )
+    async with open_app(settings_for(tmp_path), chat_transport=fake.transport()) as app:
+        result = await app.runner().run("Loop")
+        statuses: list[Any] = [c.status for c in result.tool_calls]
+        assert statuses == ["ok", "rejected", "pending_approval", "rejected"]
+        rows = await app.db.fetch_all("SELECT outcome FROM audit_log ORDER BY id")
+        assert sorted(r["outcome"] for r in rows) == sorted(statuses)
+        assert await count(app, "apr") == 1
