@@ -74,7 +74,7 @@ async def test_a_function_now_denied_by_policy_is_not_approved(tmp_path: Path) -
     data["Approval"] = {"Policy": {"work_orders": {"create_work_order": "deny"}}}
     path.write_text(json.dumps(data))
     async with open_app(load_settings(path, env={})) as app:
-        with pytest.raises(ApprovalError, match="denied by Approval.Policy"):
+        with pytest.raises(ApprovalError, match=r"denied by Approval\.Policy"):
             await app.approvals.approve(parked["approval_id"], by="bob")
         assert (await app.approvals.get(parked["approval_id"])).status.value == "pending"
         assert await count(app, "wo") == 0
