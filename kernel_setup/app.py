@@ -20,7 +20,8 @@ from kernel_setup.agent.runner import TurnRunner
 from kernel_setup.agent.sessions import SessionStore
 from kernel_setup.approvals import ApprovalService
 from kernel_setup.audit import AuditLog
-from kernel_setup.chat.factory import check_ollama, ollama_client, ollama_execution_settings, ollama_service
+from kernel_setup.chat.factory import ollama_client
+from kernel_setup.chat.provider import chat_backend, check_chat_model
 from kernel_setup.filters import validate_arguments
 from kernel_setup.filters.approval import ApprovalGate
 from kernel_setup.filters.audit import AuditFilter
@@ -61,20 +62,21 @@ class AppContext:
         return ApprovalService(self.approval_store, self.kernel, self.settings.approval, self.audit)
 
     def runner(self) -> TurnRunner:
-        """A turn runner on the configured chat model."""
+        """A turn runner on the chat model chosen by `Chat.Provider` (ollama, local or auto)."""
+        backend = chat_backend(self.settings, self.chat_client)
         return TurnRunner(
             self.kernel,
-            ollama_service(self.settings.ollama, self.chat_client),
+            backend.service,
             self.settings.agent,
             self.sessions,
-            execution_settings=ollama_execution_settings(self.settings.ollama),
+            execution_settings=backend.execution_settings,
             rejections=self.audit,
-            num_ctx=self.settings.ollama.num_ctx,
+            num_ctx=backend.num_ctx,
         )
 
     async def check_model(self) -> None:
-        """Raise `ModelUnavailableError` with instructions when the chat model cannot be used."""
-        await check_ollama(self.settings.ollama, self.chat_client)
+        """Raise `ModelUnavailableError` with instructions when the chosen chat model cannot be used."""
+        await check_chat_model(self.settings, self.chat_client)
 
 
 def add_pumpops_filters(kernel: Kernel, app: AppContext) -> Kernel:

@@ -59,7 +59,7 @@ class ChatSettings(_Section):
     """Chat backend selection."""
 
     model_config = ConfigDict(alias_generator=_alias)
-    provider: ChatProvider = ChatProvider.OLLAMA
+    provider: ChatProvider = ChatProvider.AUTO
 
 
 class OllamaSettings(_Section):

@@ -14,8 +14,10 @@ from kernel_setup.cli import (
     chat_cmd,
     config_cmd,
     db_cmd,
+    eval_cmd,
     ingest_cmd,
     mcp_cmd,
+    model_cmd,
     tools_cmd,
     triage_cmd,
 )
@@ -33,11 +35,13 @@ app.add_typer(db_cmd.app, name="db")
 app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(audit_cmd.app, name="audit")
 app.add_typer(approvals_cmd.app, name="approvals")
+app.add_typer(model_cmd.app, name="model")
 app.command("ask")(ask_cmd.ask)
 app.command("ingest")(ingest_cmd.ingest_command)
 app.command("mcp")(mcp_cmd.mcp_command)
 app.command("chat")(chat_cmd.chat_command)
 app.command("triage")(triage_cmd.triage_command)
+app.command("eval")(eval_cmd.eval_command)
 
 
 @app.callback()

@@ -148,7 +148,7 @@ def test_slash_commands_show_history_reset_help_and_refuse_unknown_ones(tmp_path
 
 def test_an_unavailable_model_says_what_to_do_and_exits_non_zero(tmp_path: Path) -> None:
     fake = ScriptedOllama([], models=["llama3:8b"])
-    code, output = chat(write_settings(tmp_path), fake, ["hello"])
+    code, output = chat(write_settings(tmp_path, Chat={"Provider": "ollama"}), fake, ["hello"])
     assert code == 2
     assert "error: Ollama at http://127.0.0.1:11434 has no model 'qwen2.5:7b-instruct'" in output
     assert "ollama pull qwen2.5:7b-instruct" in output and "Traceback" not in output

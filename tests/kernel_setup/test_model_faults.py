@@ -20,7 +20,14 @@ WITHIN = 10.0
 def settings(tmp_path: Path) -> Settings:
     path = tmp_path / "appsettings.json"
     path.write_text(
-        json.dumps({"Database": {"Path": "f.db"}, "Qdrant": {"Path": ":memory:"}, "Agent": {"DeadlineSeconds": 2}})
+        json.dumps(
+            {
+                "Database": {"Path": "f.db"},
+                "Qdrant": {"Path": ":memory:"},
+                "Chat": {"Provider": "ollama"},
+                "Agent": {"DeadlineSeconds": 2},
+            }
+        )
     )
     return load_settings(path, env={})
 

@@ -1,0 +1,230 @@
+"""llama.cpp GBNF grammars for constrained tool calls, built from the tool schemas the model is shown.
+
+Pure and dependency-free, so the exact grammar is testable without llama.cpp. Only the JSON-schema
+subset our kernel functions produce is supported (an object of string, string-enum, integer,
+number and boolean properties, some required); anything else is refused with `GrammarError`
+rather than silently loosened.
+
+Shapes (whitespace fixed to what Qwen2.5 writes, so constrained output stays in distribution):
+
+- `route_grammar`: ``no_tool`` or one advertised tool name, the cheap routing step;
+- `tool_calls_grammar`: one to ``max_calls`` ``<tool_call>`` blocks separated by newlines, each
+  ``{"name": "<tool>", "arguments": {...}}`` where the name is one of the advertised tools and the
+  arguments follow that tool's schema: required keys present, optional keys in schema order, enums
+  closed, types exact; with ``first``, the routed tool's call is already open in the prompt;
+- `answer_grammar`: free text that does not open like a call printed as text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from storage.errors import PumpOpsError
+
+__all__ = [
+    "DECISION_ANSWER",
+    "DECISION_CALL",
+    "GrammarError",
+    "answer_grammar",
+    "call_prefix",
+    "decision_grammar",
+    "route_grammar",
+    "tool_calls_grammar",
+    "validate_arguments",
+]
+
+DECISION_CALL = "call"
+DECISION_ANSWER = "answer"
+ROUTE_NO_TOOL = "no_tool"
+
+TOOL_CALL_OPEN = "<tool_call>"
+TOOL_CALL_CLOSE = "</tool_call>"
+
+_PRIMITIVES = {
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+}
+
+# Shared terminals. Strings exclude control characters; escapes are JSON's.
+_BASE_RULES = {
+    "string": r'"\"" char* "\""',
+    "char": r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])',
+    "integer": r'"-"? ("0" | [1-9] [0-9]{0,15})',
+    "number": r'"-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,10})?',
+    "boolean": r'"true" | "false"',
+}
+
+
+class GrammarError(PumpOpsError):
+    """A tool schema uses a JSON-schema feature the grammar builder does not support."""
+
+
+def _literal(text: str) -> str:
+    """A GBNF string literal matching ``text`` exactly."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{escaped}"'
+
+
+def _rule_name(text: str) -> str:
+    """A GBNF rule name (letters, digits, dashes) derived from ``text``."""
+    return re.sub(r"[^a-zA-Z0-9-]+", "-", text).strip("-").lower() or "x"
+
+
+def _value_rule(schema: Mapping[str, Any], where: str) -> str:
+    """The GBNF expression for one property's value."""
+    enum = schema.get("enum")
+    if enum is not None:
+        if not enum or not all(isinstance(v, str | int | float | bool) and v is not None for v in enum):
+            raise GrammarError(f"{where}: enum must be a non-empty list of scalars.")
+        return "(" + " | ".join(_literal(json.dumps(v, ensure_ascii=False)) for v in enum) + ")"
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _PRIMITIVES:
+        return _PRIMITIVES[kind]
+    raise GrammarError(
+        f"{where}: unsupported schema {dict(schema)!r}; supported: string, enum, integer, number, boolean."
+    )
+
+
+def _object_rules(prefix: str, parameters: Mapping[str, Any], where: str) -> dict[str, str]:
+    """Rules for an arguments object; the entry rule is ``<prefix>-args``."""
+    if parameters.get("type", "object") != "object":
+        raise GrammarError(f"{where}: parameters must be an object schema.")
+    properties: Mapping[str, Any] = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    unknown = required - set(properties)
+    if unknown:
+        raise GrammarError(f"{where}: required keys {sorted(unknown)} are not among the properties.")
+    names = list(properties)
+    rules: dict[str, str] = {}
+    kv: list[str] = []
+    for index, name in enumerate(names):
+        rule = f"{prefix}-kv{index}"
+        rules[rule] = f"{_literal(json.dumps(name) + ': ')} {_value_rule(properties[name], f'{where}.{name}')}"
+        kv.append(rule)
+    entry = f"{prefix}-args"
+    if not names:
+        rules[entry] = '"{}"'
+        return rules
+    # tail_i: the properties after position i, each preceded by ", " (optional ones may be skipped).
+    for index in range(len(names), 0, -1):
+        rest = f" {prefix}-t{index + 1}" if index < len(names) else ""
+        item = f'", " {kv[index - 1]}'
+        body = f"{item}{rest}" if names[index - 1] in required else f"({item})?{rest}"
+        rules[f"{prefix}-t{index}"] = body
+    # The first property written may be any property preceded only by optional ones.
+    firsts: list[str] = []
+    for index, name in enumerate(names):
+        tail = f" {prefix}-t{index + 2}" if index + 1 < len(names) else ""
+        firsts.append(f"{kv[index]}{tail}")
+        if name in required:
+            break
+    else:
+        firsts.append('""')  # every property optional: the empty object is valid
+    rules[entry] = '"{" (' + " | ".join(firsts) + ') "}"'
+    return rules
+
+
+def tool_calls_grammar(tools: Sequence[Mapping[str, Any]], *, max_calls: int = 4, first: str | None = None) -> str:
+    """A grammar for one to ``max_calls`` tool calls of the advertised ``tools`` in Qwen2.5's format.
+
+    Args:
+        tools: tool definitions as advertised, ``{"type": "function", "function": {"name", "parameters"}}``.
+        max_calls: the most calls one model turn may make (parallel calls).
+        first: the tool already chosen by the routing step; the prompt then ends with
+            `call_prefix(first)` and the grammar starts inside that call's arguments.
+
+    Raises:
+        GrammarError: no tools, or a schema outside the supported subset.
+    """
+    if not tools:
+        raise GrammarError("No tools to build a call grammar for.")
+    if max_calls < 1:
+        raise GrammarError("max_calls must be at least 1.")
+    rules: dict[str, str] = {}
+    alternatives: list[str] = []
+    names: dict[str, str] = {}
+    for index, tool in enumerate(tools):
+        function = tool.get("function", tool)
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise GrammarError(f"Tool {index} has no name.")
+        prefix = f"f{index}-{_rule_name(name)}"
+        rules.update(_object_rules(prefix, function.get("parameters") or {}, name))
+        head = _literal(f'{{"name": {json.dumps(name)}, "arguments": ')
+        rules[prefix] = f'{head} {prefix}-args "}}"'
+        alternatives.append(prefix)
+        names[name] = prefix
+    close = _literal(chr(10) + TOOL_CALL_CLOSE)
+    rules["call"] = f"{_literal(TOOL_CALL_OPEN + chr(10))} ({' | '.join(alternatives)}) {close}"
+    more = f' ("\\n" call){{0,{max_calls - 1}}}' if max_calls > 1 else ""
+    if first is None:
+        lines = [f"root ::= call{more}"]
+    elif first in names:
+        lines = [f'root ::= {names[first]}-args "}}" {close}{more}']
+    else:
+        raise GrammarError(f"Routed tool {first!r} is not among the advertised tools.")
+    lines += [f"{name} ::= {body}" for name, body in rules.items()]
+    lines += [f"{name} ::= {body}" for name, body in _BASE_RULES.items()]
+    return "\n".join(lines) + "\n"
+
+
+def decision_grammar() -> str:
+    """A binary routing grammar: exactly ``call`` or ``answer``."""
+    return f"root ::= {_literal(DECISION_CALL)} | {_literal(DECISION_ANSWER)}\n"
+
+
+def route_grammar(tool_names: Sequence[str]) -> str:
+    """The routing step's grammar: ``no_tool`` or exactly one advertised tool name.
+
+    Not ``answer``: operators write "answer with the id", which pulls a small model to that word.
+    """
+    if not tool_names:
+        raise GrammarError("No tools to route to.")
+    options = [ROUTE_NO_TOOL, *tool_names]
+    return "root ::= " + " | ".join(_literal(o) for o in options) + "\n"
+
+
+def call_prefix(name: str) -> str:
+    """The text that opens a call of ``name``; the routed call phase's prompt ends with it."""
+    return f'{TOOL_CALL_OPEN}\n{{"name": {json.dumps(name)}, "arguments": '
+
+
+def answer_grammar() -> str:
+    """Free text that does not open with JSON, markup or a code fence (a call printed as text)."""
+    return "root ::= [^{<`[ \\t\\n] [^\\x00]*\n"
+
+
+def validate_arguments(arguments: Any, parameters: Mapping[str, Any]) -> str | None:
+    """Check parsed arguments against a tool's parameter schema; return the problem, or None when valid.
+
+    The grammar already guarantees this; the parser checks again so that no call reaches the runner
+    unchecked, whatever produced the text.
+    """
+    if not isinstance(arguments, dict):
+        return "arguments must be a JSON object"
+    properties: Mapping[str, Any] = parameters.get("properties") or {}
+    for key in parameters.get("required") or []:
+        if key not in arguments:
+            return f"missing required argument {key!r}"
+    for key, value in arguments.items():
+        schema = properties.get(key)
+        if schema is None:
+            return f"unknown argument {key!r}"
+        enum = schema.get("enum")
+        if enum is not None and value not in enum:
+            return f"{key}={value!r} is not one of {enum}"
+        kind = schema.get("type")
+        ok = {
+            "string": isinstance(value, str),
+            "integer": isinstance(value, int) and not isinstance(value, bool),
+            "number": isinstance(value, int | float) and not isinstance(value, bool),
+            "boolean": isinstance(value, bool),
+        }.get(kind, enum is not None)
+        if not ok:
+            return f"{key}={value!r} is not of type {kind}"
+    return None

@@ -1,0 +1,418 @@
+"""An SK chat-completion service backed by llama.cpp in process (``llama-cpp-python``, the ``local`` extra).
+
+How a model turn runs when tools are advertised (the strategy measured with ``pumpops eval``):
+
+1. **Route.** A cheap constrained step on the same prompt prefix: the model answers exactly
+   ``call`` or ``answer`` to "does the operator's last message need the tools?". Small talk and
+   questions the tool results already answer go straight to step 3.
+2. **Call.** Generation constrained by a grammar built from the advertised tool schemas: one to
+   four ``<tool_call>`` blocks, each naming a real tool with schema-valid arguments. The calls
+   come back as `FunctionCallContent` items; the runner executes them.
+3. **Answer.** Free generation, streamed token by token.
+
+Inference runs in a worker thread that feeds an asyncio queue, so the event loop never blocks; one
+inference at a time per loaded model. ``llama_cpp`` is imported only when a model is loaded, so
+everything else works without the extra. The boundary to llama.cpp is the small `CompletionEngine`
+protocol; tests drive the service with a scripted engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import secrets
+import threading
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from pydantic import Field, PrivateAttr
+from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
+from semantic_kernel.connectors.ai.completion_usage import CompletionUsage
+from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
+from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
+from semantic_kernel.contents import AuthorRole
+from semantic_kernel.contents.chat_history import ChatHistory
+from semantic_kernel.contents.chat_message_content import ChatMessageContent
+from semantic_kernel.contents.function_call_content import FunctionCallContent
+from semantic_kernel.contents.function_result_content import FunctionResultContent
+from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
+from semantic_kernel.contents.streaming_text_content import StreamingTextContent
+from semantic_kernel.exceptions import ServiceResponseException
+
+from kernel_setup.chat.grammar import answer_grammar, call_prefix, route_grammar, tool_calls_grammar
+from kernel_setup.chat.ollama_service import result_text
+from kernel_setup.chat.qwen_format import STOP_STRINGS, PromptMessage, parse_tool_calls, render_prompt, routing_prompt
+
+if TYPE_CHECKING:
+    from semantic_kernel.connectors.ai.function_call_choice_configuration import FunctionCallChoiceConfiguration
+    from semantic_kernel.connectors.ai.function_choice_type import FunctionChoiceType
+
+__all__ = [
+    "CompletionEngine",
+    "LlamaEngine",
+    "LocalChatCompletion",
+    "LocalChatPromptExecutionSettings",
+    "llama_available",
+    "load_engine",
+]
+
+MAX_PARALLEL_CALLS = 4
+ROUTE_TOKENS = 24
+
+
+class CompletionEngine(Protocol):
+    """The boundary to the inference library: blocking calls, run in a worker thread."""
+
+    context_size: int
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` takes in the model's vocabulary (special tokens parsed)."""
+        ...
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        grammar: str | None,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        stop: Sequence[str],
+    ) -> Iterator[str]:
+        """Yield the generated text piece by piece (blocking)."""
+        ...
+
+
+def llama_available() -> bool:
+    """Whether the optional ``llama_cpp`` package can be imported (without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+class LlamaEngine:
+    """`CompletionEngine` over ``llama_cpp.Llama``; the model loads on first use, in the calling (worker) thread."""
+
+    def __init__(self, path: Path, *, threads: int, context_size: int) -> None:
+        self.path = path
+        self.threads = threads
+        self.context_size = context_size
+        self._llama: Any = None
+        self._grammars: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _model(self) -> Any:
+        if self._llama is None:
+            import llama_cpp  # the optional extra; imported only here
+
+            if not self.path.is_file():
+                raise ServiceResponseException(
+                    f"The local model file {str(self.path)!r} does not exist. Install it with `pumpops model install`."
+                )
+            self._llama = llama_cpp.Llama(
+                model_path=str(self.path),
+                n_ctx=self.context_size,
+                n_threads=self.threads,
+                n_batch=512,
+                verbose=False,
+            )
+        return self._llama
+
+    def _grammar(self, text: str) -> Any:
+        grammar = self._grammars.get(text)
+        if grammar is None:
+            import llama_cpp
+
+            grammar = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
+            self._grammars[text] = grammar
+        return grammar
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` (special tokens parsed, no BOS)."""
+        with self._lock:
+            return len(self._model().tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        grammar: str | None,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        stop: Sequence[str],
+    ) -> Iterator[str]:
+        """Stream a completion; holds the model lock until the generator is exhausted or closed."""
+        with self._lock:
+            llama = self._model()
+            needed = len(llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)) + max_tokens
+            if needed > self.context_size:
+                raise ServiceResponseException(
+                    f"The conversation needs about {needed} tokens, more than LocalModel.ContextSize "
+                    f"({self.context_size}). Start a new session or raise LocalModel.ContextSize."
+                )
+            stream = llama.create_completion(
+                prompt,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+                stop=list(stop),
+                grammar=self._grammar(grammar) if grammar else None,
+                stream=True,
+            )
+            try:
+                for chunk in stream:
+                    text = chunk["choices"][0]["text"]
+                    if text:
+                        yield text
+            finally:
+                stream.close()
+
+
+@functools.lru_cache(maxsize=1)
+def load_engine(path: Path, threads: int, context_size: int) -> LlamaEngine:
+    """The engine for one model file; cached so every runner of a process shares the loaded weights."""
+    return LlamaEngine(path, threads=threads, context_size=context_size)
+
+
+class LocalChatPromptExecutionSettings(PromptExecutionSettings):
+    """Request options for the in-process model."""
+
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int | None = None
+    max_tokens: int = Field(default=600, ge=1)
+    max_call_tokens: int = Field(default=320, ge=16)
+    routing: bool = True
+    route_after_results: bool = False
+    tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
+
+
+@dataclass
+class _Usage:
+    prompt: int = 0
+    completion: int = 0
+
+    def as_completion_usage(self) -> CompletionUsage:
+        return CompletionUsage(prompt_tokens=self.prompt, completion_tokens=self.completion)
+
+
+class LocalChatCompletion(ChatCompletionClientBase):
+    """Chat completion on llama.cpp with grammar-constrained tool calls and a streamed answer."""
+
+    SUPPORTS_FUNCTION_CALLING: ClassVar[bool] = True
+
+    _engine: CompletionEngine = PrivateAttr()
+    _prompt_tools: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+
+    def __init__(self, engine: CompletionEngine, *, ai_model_id: str = "local-gguf", service_id: str = "pumpops-chat"):
+        """Wrap ``engine`` (a `LlamaEngine`, or a scripted one in tests)."""
+        super().__init__(ai_model_id=ai_model_id, service_id=service_id)
+        self._engine = engine
+
+    def get_prompt_execution_settings_class(self) -> type[PromptExecutionSettings]:
+        """The settings class this service reads."""
+        return LocalChatPromptExecutionSettings
+
+    def _update_function_choice_settings_callback(
+        self,
+    ) -> Callable[[FunctionCallChoiceConfiguration, PromptExecutionSettings, FunctionChoiceType], None]:
+        def update(config: FunctionCallChoiceConfiguration, settings: PromptExecutionSettings, _: Any) -> None:
+            functions = config.available_functions or []
+            tools = [kernel_function_metadata_to_function_call_format(f) for f in functions]
+            if isinstance(settings, LocalChatPromptExecutionSettings):
+                settings.tools = tools or None
+
+        return update
+
+    def _reset_function_choice_settings(self, settings: PromptExecutionSettings) -> None:
+        if isinstance(settings, LocalChatPromptExecutionSettings):
+            settings.tools = None
+
+    async def _inner_get_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings
+    ) -> list[ChatMessageContent]:
+        chunks: list[StreamingChatMessageContent] = []
+        async for batch in self._inner_get_streaming_chat_message_contents(chat_history, settings):
+            chunks.extend(batch)
+        if not chunks:
+            return [ChatMessageContent(role=AuthorRole.ASSISTANT, content="", ai_model_id=self.ai_model_id)]
+        merged = reduce(lambda a, b: a + b, chunks)
+        return [ChatMessageContent(role=AuthorRole.ASSISTANT, items=list(merged.items), metadata=merged.metadata)]
+
+    async def _inner_get_streaming_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings, function_invoke_attempt: int = 0
+    ) -> AsyncGenerator[list[StreamingChatMessageContent], Any]:
+        if not isinstance(settings, LocalChatPromptExecutionSettings):
+            settings = self.get_prompt_execution_settings_from_settings(settings)
+        assert isinstance(settings, LocalChatPromptExecutionSettings)
+        tools = settings.tools or []
+        if tools:
+            self._prompt_tools = tools
+        # The tool list stays in the prompt even on a call without tools, so the cached prefix is reused.
+        prompt = render_prompt(to_prompt_messages(chat_history), self._prompt_tools)
+        usage = _Usage(prompt=await asyncio.to_thread(self._engine.count_tokens, prompt))
+        last_role = chat_history.messages[-1].role if chat_history.messages else AuthorRole.USER
+        # Tools are considered right after the user spoke; after tool results the model answers, unless
+        # `route_after_results` (measured: the 1.5B model then repeats its last call, a loop the runner stops).
+        after_results = settings.routing and settings.route_after_results and last_role == AuthorRole.TOOL
+        if tools and (last_role == AuthorRole.USER or after_results):
+            names = [str(t["function"]["name"]) for t in tools]
+            call_prompt: str | None = prompt
+            grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS)
+            head = ""
+            if settings.routing:
+                route = routing_prompt(prompt, tools, _last_user_text(chat_history))
+                choice = await self._text(
+                    route, route_grammar(names), ROUTE_TOKENS, settings.model_copy(update={"temperature": 0.0}), usage
+                )
+                usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, route) - usage.prompt)
+                call_prompt = None
+                if choice.strip() in names:
+                    head = call_prefix(choice.strip())
+                    call_prompt = prompt + head
+                    grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice.strip())
+            if call_prompt is not None:
+                text = head + await self._text(call_prompt, grammar, settings.max_call_tokens, settings, usage)
+                calls = parse_tool_calls(text, tools)
+                if calls:
+                    items = [
+                        FunctionCallContent(
+                            ai_model_id=self.ai_model_id,
+                            id=f"call_{secrets.token_hex(4)}",
+                            index=position,
+                            name=call.name,
+                            arguments=call.arguments,
+                        )
+                        for position, call in enumerate(calls)
+                    ]
+                    yield [self._chunk(items, function_invoke_attempt, usage=usage, finish="tool_calls")]
+                    return
+        async for piece in self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage):
+            text_item = StreamingTextContent(choice_index=0, text=piece, ai_model_id=self.ai_model_id)
+            yield [self._chunk([text_item], function_invoke_attempt)]
+        yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
+
+    def _chunk(
+        self, items: list[Any], attempt: int, *, usage: _Usage | None = None, finish: str | None = None
+    ) -> StreamingChatMessageContent:
+        metadata = {"usage": usage.as_completion_usage()} if usage is not None else {}
+        return StreamingChatMessageContent(
+            role=AuthorRole.ASSISTANT,
+            choice_index=0,
+            items=items,
+            ai_model_id=self.ai_model_id,
+            metadata=metadata,
+            function_invoke_attempt=attempt,
+            finish_reason=finish,  # type: ignore[arg-type]
+        )
+
+    async def _text(
+        self,
+        prompt: str,
+        grammar: str | None,
+        max_tokens: int,
+        settings: LocalChatPromptExecutionSettings,
+        usage: _Usage,
+    ) -> str:
+        return "".join([piece async for piece in self._generate(prompt, grammar, max_tokens, settings, usage)])
+
+    async def _generate(
+        self,
+        prompt: str,
+        grammar: str | None,
+        max_tokens: int,
+        settings: LocalChatPromptExecutionSettings,
+        usage: _Usage,
+    ) -> AsyncGenerator[str, None]:
+        """Run one blocking completion in a worker thread, yielding its pieces as they arrive."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        cancelled = threading.Event()
+
+        def post(kind: str, value: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+
+        def work() -> None:
+            pieces = 0
+            try:
+                stream = self._engine.complete(
+                    prompt,
+                    grammar=grammar,
+                    max_tokens=max_tokens,
+                    temperature=settings.temperature,
+                    seed=settings.seed,
+                    stop=STOP_STRINGS,
+                )
+                try:
+                    for piece in stream:
+                        pieces += 1
+                        post("piece", piece)
+                        if cancelled.is_set():
+                            break
+                finally:
+                    close = getattr(stream, "close", None)
+                    if close is not None:
+                        close()
+            except Exception as exc:  # handed to the event loop, re-raised there
+                post("error", exc)
+            finally:
+                post("done", pieces)
+
+        worker = asyncio.ensure_future(asyncio.to_thread(work))
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "piece":
+                    yield value
+                elif kind == "error":
+                    if isinstance(value, ServiceResponseException):
+                        raise value
+                    raise ServiceResponseException(f"The local model failed: {value}") from value
+                else:
+                    usage.completion += int(value)
+                    break
+        finally:
+            cancelled.set()
+            await worker  # the thread stops after its current token; nothing outlives the call
+
+
+def to_prompt_messages(chat_history: ChatHistory) -> list[PromptMessage]:
+    """SK's chat history in the model's terms: calls with their full names, results as JSON text."""
+    out: list[PromptMessage] = []
+    for message in chat_history.messages:
+        if message.role == AuthorRole.TOOL:
+            for item in message.items:
+                if isinstance(item, FunctionResultContent):
+                    out.append(PromptMessage(role="tool", content=result_text(item.result)))
+            continue
+        if message.role == AuthorRole.ASSISTANT:
+            calls = [
+                (item.name or item.function_name, _arguments(item.arguments))
+                for item in message.items
+                if isinstance(item, FunctionCallContent)
+            ]
+            out.append(PromptMessage(role="assistant", content=message.content or "", tool_calls=calls))
+            continue
+        if message.role in (AuthorRole.SYSTEM, AuthorRole.DEVELOPER):
+            out.append(PromptMessage(role="system", content=message.content or ""))
+        else:
+            out.append(PromptMessage(role="user", content=message.content or ""))
+    return out
+
+
+def _last_user_text(chat_history: ChatHistory) -> str:
+    return next((m.content or "" for m in reversed(chat_history.messages) if m.role == AuthorRole.USER), "")
+
+
+def _arguments(raw: Any) -> Mapping[str, Any]:
+    if isinstance(raw, Mapping):
+        return raw
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

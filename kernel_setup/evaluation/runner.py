@@ -1,0 +1,137 @@
+"""Run the golden questions against a chat model: each trial of each item in a fresh session on a throwaway database.
+
+A template database with the sample fleet is built once in a temporary folder; every question
+runs on a fresh copy of it (so writes parked during the evaluation pollute nothing, and the facts
+the items expect are those of the sample fleet). The manuals index is the configured one, read
+only. The chat service is created once per run, so the local model loads once; trial ``t`` samples
+with seed ``base_seed + t`` at the given temperature.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
+from semantic_kernel.connectors.ai.ollama.ollama_prompt_execution_settings import OllamaChatPromptExecutionSettings
+from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
+
+from kernel_setup.agent.runner import ChatServiceError, TurnRunner
+from kernel_setup.app import AppContext, open_app
+from kernel_setup.chat.factory import ollama_client, ollama_service
+from kernel_setup.chat.provider import local_execution_settings, local_service, resolve_provider
+from kernel_setup.evaluation.questions import GoldenItem
+from kernel_setup.evaluation.scorer import Transcript
+from kernel_setup.settings import ChatProvider, DatabaseSettings, Settings
+from storage.errors import PumpOpsError
+
+__all__ = ["run_eval", "throwaway_settings"]
+
+OnTrial = Callable[[GoldenItem, Transcript], None]
+
+
+def throwaway_settings(settings: Settings, database: Path, provider: ChatProvider, temperature: float) -> Settings:
+    """A clone of ``settings`` on another database file, with the provider and temperature fixed."""
+    clone = settings.model_copy(
+        update={
+            "database": DatabaseSettings(path=str(database)),
+            "chat": settings.chat.model_copy(update={"provider": provider}),
+            "ollama": settings.ollama.model_copy(update={"temperature": temperature}),
+        }
+    )
+    clone._base_dir = settings.base_dir
+    clone._source = settings.source
+    return clone
+
+
+def _execution_settings(settings: Settings, provider: ChatProvider, seed: int | None) -> PromptExecutionSettings:
+    if provider == ChatProvider.LOCAL:
+        return local_execution_settings(settings, seed=seed)
+    options: dict[str, object] = {"num_ctx": settings.ollama.num_ctx, "temperature": settings.ollama.temperature}
+    if seed is not None:
+        options["seed"] = seed
+    return OllamaChatPromptExecutionSettings(service_id="pumpops-chat", options=options)
+
+
+async def run_eval(
+    settings: Settings,
+    items: Sequence[GoldenItem],
+    *,
+    k: int,
+    temperature: float,
+    provider: ChatProvider | None = None,
+    base_seed: int = 1,
+    on_trial: OnTrial | None = None,
+) -> tuple[ChatProvider, list[Transcript]]:
+    """Run ``k`` trials of every item and return the provider used and the transcripts.
+
+    Raises:
+        ModelUnavailableError: the chosen provider (or, for auto, any) cannot be used.
+    """
+    wanted = settings
+    if provider is not None:
+        wanted = settings.model_copy(update={"chat": settings.chat.model_copy(update={"provider": provider})})
+    chosen = await resolve_provider(wanted, ollama_client(settings.ollama))
+    transcripts: list[Transcript] = []
+    with tempfile.TemporaryDirectory(prefix="pumpops-eval-") as folder:
+        workdir = Path(folder)
+        template = workdir / "template.db"
+        async with open_app(throwaway_settings(settings, template, chosen, temperature)):
+            pass  # created, migrated and loaded with the sample fleet
+        shared: ChatCompletionClientBase | None = None
+        if chosen == ChatProvider.LOCAL:
+            shared = local_service(settings)
+        for trial in range(k):
+            seed = base_seed + trial
+            for item in items:
+                database = workdir / f"{item.id}-{trial}.db"
+                await asyncio.to_thread(shutil.copyfile, template, database)
+                run_settings = throwaway_settings(settings, database, chosen, temperature)
+                async with open_app(run_settings, load_sample=False) as app:
+                    service = shared or ollama_service(run_settings.ollama, app.chat_client)
+                    runner = _runner(app, service, _execution_settings(run_settings, chosen, seed), chosen)
+                    transcript = await _run_item(runner, item, trial, seed)
+                transcripts.append(transcript)
+                await asyncio.to_thread(_remove_database, database)
+                if on_trial is not None:
+                    on_trial(item, transcript)
+    return chosen, transcripts
+
+
+def _remove_database(database: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{database}{suffix}").unlink(missing_ok=True)
+
+
+def _runner(
+    app: AppContext, service: ChatCompletionClientBase, execution: PromptExecutionSettings, provider: ChatProvider
+) -> TurnRunner:
+    settings = app.settings
+    num_ctx = settings.local_model.context_size if provider == ChatProvider.LOCAL else settings.ollama.num_ctx
+    return TurnRunner(
+        app.kernel,
+        service,
+        settings.agent,
+        app.sessions,
+        execution_settings=execution,
+        rejections=app.audit,
+        num_ctx=num_ctx,
+    )
+
+
+async def _run_item(runner: TurnRunner, item: GoldenItem, trial: int, seed: int) -> Transcript:
+    try:
+        session: str | None = None
+        for earlier in item.setup:
+            session = (await runner.run(earlier, session=session, principal="eval")).session
+        started = time.perf_counter()
+        result = await runner.run(item.question, session=session, principal="eval")
+        return Transcript(
+            item_id=item.id, trial=trial, seed=seed, result=result, latency_s=time.perf_counter() - started
+        )
+    except (ChatServiceError, PumpOpsError) as exc:
+        return Transcript(item_id=item.id, trial=trial, seed=seed, error=str(exc))

@@ -1,0 +1,193 @@
+"""The evaluation harness without a model: the question set loads and validates; the scorer over recorded turns."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel_setup import Settings, open_app
+from kernel_setup.agent.events import ToolCallRecord, TurnResult, Usage
+from kernel_setup.evaluation import Category, GoldenItem, Transcript, load_questions, score_report, score_trial
+from kernel_setup.evaluation.questions import EvalQuestionsError
+from kernel_setup.evaluation.runner import throwaway_settings
+from kernel_setup.settings import ChatProvider
+
+
+def turn(
+    answer: str, *calls: tuple[str, dict[str, Any], str], ungrounded: list[str] | None = None, model_calls: int = 2
+) -> TurnResult:
+    records = [ToolCallRecord(name=n, arguments=a, status=s, summary="", duration_ms=1.0) for n, a, s in calls]
+    return TurnResult(
+        answer=answer,
+        tool_calls=records,
+        ungrounded=ungrounded or [],
+        usage=Usage(model_calls=model_calls),
+        session="s",
+    )
+
+
+DETAILS = GoldenItem.model_validate(
+    {
+        "id": "d7",
+        "category": "single_tool",
+        "question": "How is PUMP-007?",
+        "calls": [{"name": ["assets-get_pump_details"], "arguments": {"pump_id": "PUMP-007"}}],
+        "also_allowed": ["alarms-list_alarms"],
+        "facts": ["9.4", ["zone D", "zone-D"]],
+    }
+)
+SMALL_TALK = GoldenItem.model_validate({"id": "hi", "category": "irrelevance", "question": "Hello"})
+WRITE = GoldenItem.model_validate(
+    {
+        "id": "wo",
+        "category": "write",
+        "question": "Raise a work order",
+        "calls": [
+            {
+                "name": ["work_orders-create_work_order"],
+                "arguments": {"pump_id": "PUMP-007", "priority": {"one_of": ["high", "urgent"]}},
+                "status": "pending_approval",
+            }
+        ],
+    }
+)
+
+
+def test_a_correct_grounded_turn_passes() -> None:
+    t = Transcript(
+        item_id="d7",
+        trial=0,
+        result=turn("PUMP-007: 9.4 mm/s, Zone D.", ("assets-get_pump_details", {"pump_id": "pump-007"}, "ok")),
+    )
+    score = score_trial(DETAILS, t)
+    assert score.passed and score.tool_selection and score.arguments and score.fact_recall == 1.0 and score.grounded
+
+
+def test_wrong_tool_wrong_argument_missing_fact_and_ungrounded_number_each_fail() -> None:
+    wrong_tool = score_trial(
+        DETAILS, Transcript(item_id="d7", trial=0, result=turn("9.4 zone D", ("assets-get_system_summary", {}, "ok")))
+    )
+    assert not wrong_tool.tool_selection and not wrong_tool.passed
+    wrong_arg = score_trial(
+        DETAILS,
+        Transcript(
+            item_id="d7", trial=0, result=turn("9.4 zone D", ("assets-get_pump_details", {"pump_id": "PUMP-004"}, "ok"))
+        ),
+    )
+    assert wrong_arg.tool_selection and wrong_arg.arguments is False and not wrong_arg.passed
+    missing = score_trial(
+        DETAILS,
+        Transcript(
+            item_id="d7", trial=0, result=turn("It is bad.", ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"))
+        ),
+    )
+    assert missing.fact_recall == 0.0 and not missing.passed
+    ungrounded = score_trial(
+        DETAILS,
+        Transcript(
+            item_id="d7",
+            trial=0,
+            result=turn(
+                "9.4 zone D, 12.5 soon", ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"), ungrounded=["12.5"]
+            ),
+        ),
+    )
+    assert not ungrounded.grounded and not ungrounded.passed
+
+
+def test_an_allowed_extra_call_is_fine_but_an_unexpected_one_is_not() -> None:
+    allowed = turn(
+        "9.4 zone D", ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"), ("alarms-list_alarms", {}, "ok")
+    )
+    assert score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=allowed)).passed
+    extra = turn(
+        "9.4 zone D",
+        ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"),
+        ("docs-search_documentation", {}, "ok"),
+    )
+    assert not score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=extra)).tool_selection
+
+
+def test_small_talk_must_call_no_tool() -> None:
+    assert score_trial(SMALL_TALK, Transcript(item_id="hi", trial=0, result=turn("Hello!"))).irrelevance is True
+    called = score_trial(
+        SMALL_TALK, Transcript(item_id="hi", trial=0, result=turn("Hi", ("assets-get_system_summary", {}, "ok")))
+    )
+    assert called.irrelevance is False and not called.passed
+
+
+def test_a_write_must_end_pending_approval() -> None:
+    pending = turn(
+        "Parked for approval.",
+        ("work_orders-create_work_order", {"pump_id": "PUMP-007", "priority": "urgent"}, "pending_approval"),
+    )
+    assert score_trial(WRITE, Transcript(item_id="wo", trial=0, result=pending)).passed
+    denied = turn("Denied.", ("work_orders-create_work_order", {"pump_id": "PUMP-007", "priority": "high"}, "denied"))
+    assert score_trial(WRITE, Transcript(item_id="wo", trial=0, result=denied)).arguments is False
+
+
+def test_a_failed_turn_scores_as_a_failure_with_its_error() -> None:
+    score = score_trial(DETAILS, Transcript(item_id="d7", trial=0, error="model down"))
+    assert not score.passed and "model down" in score.problems[0]
+
+
+def test_pass_k_needs_every_trial_to_pass_while_pass_1_averages() -> None:
+    good = turn("9.4 zone D", ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"))
+    bad = turn("no idea")
+    transcripts = [
+        Transcript(item_id="d7", trial=0, seed=1, result=good, latency_s=2.0),
+        Transcript(item_id="d7", trial=1, seed=2, result=bad, latency_s=4.0),
+        Transcript(item_id="hi", trial=0, seed=1, result=turn("Hello!", model_calls=1), latency_s=1.0),
+        Transcript(item_id="hi", trial=1, seed=2, result=turn("Hi!", model_calls=1), latency_s=1.0),
+    ]
+    report = score_report([DETAILS, SMALL_TALK], transcripts, k=2, provider="local", temperature=0.7, seeds=[1, 2])
+    by = {c.category: c for c in report.categories}
+    assert by["single_tool"].pass_1 == 0.5 and by["single_tool"].pass_k == 0.0
+    assert by["single_tool"].latency_median_s == 3.0 and by["single_tool"].tool_selection == 0.5
+    assert (
+        by["irrelevance"].pass_k == 1.0
+        and by["irrelevance"].irrelevance == 1.0
+        and by["irrelevance"].model_calls == 1.0
+    )
+    assert by["overall"].items == 2 and by["overall"].pass_k == 0.5
+    assert json.loads(report.model_dump_json())["k"] == 2
+
+
+def test_the_packaged_question_set_loads_validates_and_covers_every_category() -> None:
+    items = load_questions()
+    assert len(items) >= 40
+    counts = {c: sum(1 for i in items if i.category == c) for c in Category}
+    assert all(n >= 3 for n in counts.values()), counts
+
+
+async def test_every_tool_the_questions_name_exists(settings: Settings) -> None:
+    async with open_app(settings) as app:
+        names = {m.fully_qualified_name for m in app.kernel.get_full_list_of_function_metadata()}
+    load_questions(tool_names=names)
+    with pytest.raises(EvalQuestionsError, match="unknown tools"):
+        load_questions(tool_names=names - {"assets-get_pump_details"})
+
+
+def test_an_invalid_question_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "q.json"
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "items": [{"id": "x", "category": "irrelevance", "question": "hi", "calls": [{"name": ["a-b"]}]}],
+            }
+        )
+    )
+    with pytest.raises(EvalQuestionsError, match="expects no tool call"):
+        load_questions(path)
+    path.write_text(json.dumps({"version": 1, "items": [{"id": "x", "category": "irrelevance", "question": "hi"}] * 2}))
+    with pytest.raises(EvalQuestionsError, match="Duplicate"):
+        load_questions(path)
+
+
+def test_the_throwaway_settings_keep_the_base_folder_and_fix_the_database(settings: Settings, tmp_path: Path) -> None:
+    clone = throwaway_settings(settings, tmp_path / "q.db", ChatProvider.LOCAL, 0.7)
+    assert clone.database_path == tmp_path / "q.db" and clone.base_dir == settings.base_dir
+    assert clone.chat.provider == ChatProvider.LOCAL and clone.ollama.temperature == 0.7
+    assert settings.database_path != clone.database_path

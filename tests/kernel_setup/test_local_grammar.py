@@ -1,0 +1,180 @@
+"""Grammar construction and output parsing for the local model's constrained tool calls (no model needed)."""
+
+import json
+
+import pytest
+
+from kernel_setup import Settings, open_app
+from kernel_setup.chat.grammar import (
+    GrammarError,
+    answer_grammar,
+    call_prefix,
+    route_grammar,
+    tool_calls_grammar,
+    validate_arguments,
+)
+from kernel_setup.chat.qwen_format import PromptMessage, parse_tool_calls, render_prompt, routing_prompt, when_to_use
+
+TREND = {
+    "type": "function",
+    "function": {
+        "name": "sensors-get_sensor_trend",
+        "description": "Returns a trend. Use it for 'is it getting worse?'. Needs pump id.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "pump_id": {"type": "string"},
+                "sensor_type": {"type": "string", "enum": ["vibration", "flow"]},
+                "days": {"type": "integer"},
+            },
+            "required": ["pump_id", "sensor_type"],
+        },
+    },
+}
+SUMMARY = {
+    "type": "function",
+    "function": {
+        "name": "assets-get_system_summary",
+        "description": "Fleet.",
+        "parameters": {"type": "object", "properties": {}, "required": []},
+    },
+}
+ALARMS = {
+    "type": "function",
+    "function": {
+        "name": "alarms-list_alarms",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "severity": {"type": "string", "enum": ["low", "critical"]},
+                "active_only": {"type": "boolean"},
+                "min": {"type": "number"},
+            },
+            "required": [],
+        },
+    },
+}
+TOOLS = [TREND, SUMMARY, ALARMS]
+
+
+def test_the_call_grammar_names_every_tool_and_closes_enums() -> None:
+    grammar = tool_calls_grammar(TOOLS)
+    assert grammar.startswith('root ::= call ("\\n" call){0,3}\n')
+    for tool in TOOLS:
+        assert json.dumps(tool["function"]["name"]).replace('"', '\\"') in grammar
+    assert '("\\"vibration\\"" | "\\"flow\\"")' in grammar
+    assert 'f1-assets-get-system-summary-args ::= "{}"' in grammar
+
+
+def test_required_keys_come_first_and_optional_ones_may_be_skipped() -> None:
+    grammar = tool_calls_grammar([TREND])
+    rules = dict(line.split(" ::= ", 1) for line in grammar.strip().splitlines())
+    # The object must open with pump_id (required, first); sensor_type is required after it; days is optional.
+    assert (
+        rules["f0-sensors-get-sensor-trend-args"]
+        == '"{" (f0-sensors-get-sensor-trend-kv0 f0-sensors-get-sensor-trend-t2) "}"'
+    )
+    assert (
+        rules["f0-sensors-get-sensor-trend-t2"] == '", " f0-sensors-get-sensor-trend-kv1 f0-sensors-get-sensor-trend-t3'
+    )
+    assert rules["f0-sensors-get-sensor-trend-t3"] == '(", " f0-sensors-get-sensor-trend-kv2)?'
+
+
+def test_an_all_optional_object_may_be_empty_or_start_with_any_key() -> None:
+    rules = dict(line.split(" ::= ", 1) for line in tool_calls_grammar([ALARMS]).strip().splitlines())
+    entry = rules["f0-alarms-list-alarms-args"]
+    assert entry.count("|") == 3 and '""' in entry
+
+
+def test_a_routed_call_grammar_starts_inside_the_chosen_tools_arguments() -> None:
+    grammar = tool_calls_grammar(TOOLS, first="sensors-get_sensor_trend", max_calls=2)
+    assert (
+        grammar.splitlines()[0] == 'root ::= f0-sensors-get-sensor-trend-args "}" "\\n</tool_call>" ("\\n" call){0,1}'
+    )
+    assert call_prefix("sensors-get_sensor_trend") == '<tool_call>\n{"name": "sensors-get_sensor_trend", "arguments": '
+    with pytest.raises(GrammarError):
+        tool_calls_grammar(TOOLS, first="nope")
+
+
+def test_unsupported_schemas_are_refused_not_loosened() -> None:
+    nested = {"function": {"name": "x-y", "parameters": {"type": "object", "properties": {"a": {"type": "array"}}}}}
+    with pytest.raises(GrammarError, match="unsupported schema"):
+        tool_calls_grammar([nested])
+    with pytest.raises(GrammarError):
+        tool_calls_grammar([])
+
+
+def test_route_and_answer_grammars() -> None:
+    assert route_grammar(["a-b", "c-d"]) == 'root ::= "no_tool" | "a-b" | "c-d"\n'
+    assert answer_grammar().startswith("root ::= [^{<`[")
+
+
+async def test_the_grammar_covers_every_real_pumpops_tool(settings: Settings) -> None:
+    async with open_app(settings) as app:
+        from semantic_kernel.connectors.ai.function_calling_utils import (
+            kernel_function_metadata_to_function_call_format,
+        )
+
+        tools = [
+            kernel_function_metadata_to_function_call_format(m) for m in app.kernel.get_full_list_of_function_metadata()
+        ]
+    grammar = tool_calls_grammar(tools)
+    assert len(tools) >= 10
+    for tool in tools:
+        assert tool["function"]["name"] in grammar.replace("\\", "")
+
+
+def test_parsing_keeps_valid_calls_in_order_and_drops_bad_or_duplicate_ones() -> None:
+    text = (
+        '<tool_call>\n{"name": "sensors-get_sensor_trend", "arguments": '
+        '{"pump_id": "PUMP-007", "sensor_type": "flow"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "assets-get_system_summary", "arguments": {}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "assets-get_system_summary", "arguments": {}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "made-up", "arguments": {}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "sensors-get_sensor_trend", "arguments": '
+        '{"pump_id": "PUMP-007", "sensor_type": "vibes"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "alarms-list_alarms", "arguments": {"severity": "low"'
+    )
+    calls = parse_tool_calls(text, TOOLS)
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "flow"}),
+        ("assets-get_system_summary", {}),
+    ]
+
+
+def test_argument_validation_names_the_problem() -> None:
+    params = TREND["function"]["parameters"]
+    assert validate_arguments({"pump_id": "P", "sensor_type": "flow", "days": 3}, params) is None
+    assert "missing required" in (validate_arguments({"pump_id": "P"}, params) or "")
+    assert "not one of" in (validate_arguments({"pump_id": "P", "sensor_type": "x"}, params) or "")
+    assert "type integer" in (validate_arguments({"pump_id": "P", "sensor_type": "flow", "days": "3"}, params) or "")
+    assert "unknown argument" in (validate_arguments({"pump_id": "P", "sensor_type": "flow", "x": 1}, params) or "")
+    assert validate_arguments(["x"], params) == "arguments must be a JSON object"
+
+
+def test_the_prompt_lists_tools_before_the_per_turn_system_text_and_merges_tool_results() -> None:
+    messages = [
+        PromptMessage("system", "You are PumpOps. marker 123"),
+        PromptMessage("user", "Trend of 7?"),
+        PromptMessage("assistant", "", [("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "flow"})]),
+        PromptMessage("tool", '{"slope": 1}'),
+        PromptMessage("tool", '{"slope": 2}'),
+    ]
+    prompt = render_prompt(messages, [TREND])
+    assert prompt.startswith("<|im_start|>system\n# Tools")
+    assert prompt.index("<tools>") < prompt.index("marker 123")
+    assert '<tool_call>\n{"name": "sensors-get_sensor_trend", "arguments": {"pump_id": "PUMP-007"' in prompt
+    assert (
+        '<|im_start|>user\n<tool_response>\n{"slope": 1}\n</tool_response>\n'
+        '<tool_response>\n{"slope": 2}\n</tool_response><|im_end|>' in prompt
+    )
+    assert prompt.endswith("<|im_start|>assistant\n")
+
+
+def test_the_routing_prompt_shares_the_conversation_prefix_and_lists_when_to_use_each_tool() -> None:
+    prompt = render_prompt([PromptMessage("system", "S"), PromptMessage("user", "hi")], TOOLS)
+    route = routing_prompt(prompt, TOOLS, "hi")
+    assert route.startswith(prompt[: -len("<|im_start|>assistant\n")])
+    assert "- sensors-get_sensor_trend: Use it for 'is it getting worse?'." in route
+    assert 'last message: "hi"' in route and route.endswith("<|im_start|>assistant\n")
+    assert when_to_use(SUMMARY) == "Fleet."

@@ -1,0 +1,50 @@
+"""With the real offline model (marked `local_model`; skipped when llama-cpp-python or the GGUF is absent)."""
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from kernel_setup import load_settings, open_app
+from kernel_setup.agent.runner import TurnRunner
+from kernel_setup.chat.provider import local_execution_settings, local_service
+
+DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+MODEL = Path(os.environ.get("TEST_LOCAL_MODEL", DEFAULT_MODEL))
+
+pytestmark = [
+    pytest.mark.local_model,
+    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed"),
+    pytest.mark.skipif(not MODEL.is_file(), reason=f"no GGUF at {MODEL} (pumpops model install)"),
+]
+
+
+async def test_a_real_two_round_turn_calls_a_tool_and_answers_with_a_value_from_its_result(tmp_path: Path) -> None:
+    path = tmp_path / "appsettings.json"
+    path.write_text(
+        json.dumps(
+            {
+                "Database": {"Path": "t.db"},
+                "Qdrant": {"Path": ":memory:"},
+                "Chat": {"Provider": "local"},
+                "LocalModel": {"Path": str(MODEL)},
+            }
+        )
+    )
+    settings = load_settings(path, env={})
+    async with open_app(settings) as app:
+        runner = TurnRunner(
+            app.kernel,
+            local_service(settings),
+            settings.agent,
+            app.sessions,
+            execution_settings=local_execution_settings(settings, seed=1),
+            rejections=app.audit,
+            num_ctx=settings.local_model.context_size,
+        )
+        result = await runner.run("Which pumps are offline?")
+    assert result.tool_calls and all(c.status == "ok" for c in result.tool_calls)
+    assert "PUMP-006" in result.answer
+    assert result.usage.model_calls >= 2

@@ -1,0 +1,154 @@
+"""The in-process connector driven by a scripted engine (the llama.cpp boundary): routing, calls, streaming."""
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kernel_setup import Settings, load_settings, open_app
+from kernel_setup.agent.events import TextDelta, TurnFinished
+from kernel_setup.agent.runner import ChatServiceError, TurnRunner
+from kernel_setup.chat.local_service import LocalChatCompletion, LocalChatPromptExecutionSettings
+
+
+@dataclass
+class ScriptedEngine:
+    """Replays scripted completions; records each request; runs in the worker thread like llama.cpp."""
+
+    steps: list[str | list[str] | Exception]
+    context_size: int = 8192
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    threads: set[int] = field(default_factory=set)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 4
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        grammar: str | None,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None,
+        stop: Sequence[str],
+    ) -> Iterator[str]:
+        self.threads.add(threading.get_ident())
+        self.requests.append({"prompt": prompt, "grammar": grammar, "temperature": temperature, "seed": seed})
+        step = self.steps.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        yield from [step] if isinstance(step, str) else step
+
+
+def make_settings(tmp_path: Path) -> Settings:
+    path = tmp_path / "appsettings.json"
+    path.write_text(json.dumps({"Database": {"Path": "t.db"}, "Qdrant": {"Path": ":memory:"}}))
+    return load_settings(path, env={})
+
+
+async def run(tmp_path: Path, engine: ScriptedEngine, question: str, **execution: Any) -> tuple[Any, list[Any]]:
+    async with open_app(make_settings(tmp_path)) as app:
+        runner = TurnRunner(
+            app.kernel,
+            LocalChatCompletion(engine),
+            app.settings.agent,
+            app.sessions,
+            execution_settings=LocalChatPromptExecutionSettings(**execution),
+            rejections=app.audit,
+            num_ctx=8192,
+        )
+        events = [event async for event in runner.stream(question)]
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished)
+    return finished.result, events
+
+
+async def test_a_routed_call_runs_the_tool_and_the_answer_streams_with_its_value(tmp_path: Path) -> None:
+    engine = ScriptedEngine(
+        [
+            "assets-get_pump_details",  # round 1: route
+            '{"pump_id": "PUMP-007"}}\n</tool_call>',  # round 1: arguments, constrained
+            ["PUMP-007 is at ", "9.4 mm/s", ", zone D."],  # round 2: streamed answer
+        ]
+    )
+    result, events = await run(tmp_path, engine, "How is PUMP-007?", temperature=0.7, seed=3)
+    assert [(c.name, c.arguments, c.status) for c in result.tool_calls] == [
+        ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok")
+    ]
+    assert result.answer == "PUMP-007 is at 9.4 mm/s, zone D." and result.ungrounded == []
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["PUMP-007 is at ", "9.4 mm/s", ", zone D."]
+    assert result.usage.model_calls == 2 and result.usage.prompt_tokens > 0 and not result.usage.estimated
+    route, arguments, answer = engine.requests
+    assert route["grammar"].startswith('root ::= "no_tool" | "assets-get_pump_details"')
+    assert route["temperature"] == 0.0  # routing is greedy; the rest samples at the configured temperature
+    assert arguments["prompt"].endswith('<tool_call>\n{"name": "assets-get_pump_details", "arguments": ')
+    assert arguments["seed"] == 3 and arguments["temperature"] == 0.7
+    assert "<tool_response>" in answer["prompt"] and '"pump_id":"PUMP-007"' in answer["prompt"]
+    assert answer["grammar"].startswith("root ::= [^{<`")
+    assert threading.get_ident() not in engine.threads  # inference ran off the event loop's thread
+
+
+async def test_small_talk_is_answered_without_a_tool(tmp_path: Path) -> None:
+    engine = ScriptedEngine(["no_tool", ["Hello! ", "I answer questions about pumps."]])  # route, answer
+    result, _ = await run(tmp_path, engine, "Hello, what can you do?")
+    assert result.tool_calls == [] and result.answer == "Hello! I answer questions about pumps."
+    assert len(engine.requests) == 2
+
+
+async def test_several_calls_in_one_turn_are_all_returned_in_order(tmp_path: Path) -> None:
+    engine = ScriptedEngine(
+        [
+            "assets-get_pump_details",
+            '{"pump_id": "PUMP-004"}}\n</tool_call>\n<tool_call>\n{"name": "assets-get_pump_details", "arguments": '
+            '{"pump_id": "PUMP-007"}}\n</tool_call>',
+            "PUMP-004 is at 7.8 mm/s and PUMP-007 at 9.4 mm/s.",
+        ]
+    )
+    result, _ = await run(tmp_path, engine, "Compare 4 and 7")
+    assert [c.arguments["pump_id"] for c in result.tool_calls] == ["PUMP-004", "PUMP-007"]
+    assert result.ungrounded == []
+
+
+async def test_without_routing_the_union_grammar_is_used_whenever_the_user_has_spoken(tmp_path: Path) -> None:
+    engine = ScriptedEngine(
+        [
+            '<tool_call>\n{"name": "assets-get_system_summary", "arguments": {}}\n</tool_call>',
+            "Eight pumps.",
+        ]
+    )
+    result, _ = await run(tmp_path, engine, "Fleet?", routing=False)
+    assert [c.name for c in result.tool_calls] == ["assets-get_system_summary"]
+    assert engine.requests[0]["grammar"].startswith('root ::= call ("\\n" call){0,3}')
+
+
+async def test_an_engine_failure_becomes_a_chat_service_error(tmp_path: Path) -> None:
+    engine = ScriptedEngine([RuntimeError("out of memory")])
+    with pytest.raises(ChatServiceError, match="out of memory"):
+        await run(tmp_path, engine, "Hello")
+
+
+async def test_a_call_truncated_by_the_token_limit_falls_back_to_an_answer(tmp_path: Path) -> None:
+    engine = ScriptedEngine(["assets-get_pump_details", '"pump_id": "PUMP-0', "I could not complete the lookup."])
+    result, _ = await run(tmp_path, engine, "How is PUMP-007?")
+    assert result.tool_calls == [] and result.answer == "I could not complete the lookup."
+
+
+async def test_with_route_after_results_the_model_may_chain_a_second_call(tmp_path: Path) -> None:
+    engine = ScriptedEngine(
+        [
+            "assets-list_pumps",
+            '{"status": "offline"}}\n</tool_call>',
+            "assets-get_pump_details",
+            '{"pump_id": "PUMP-006"}}\n</tool_call>',
+            "no_tool",
+            "PUMP-006 is offline.",
+        ]
+    )
+    result, _ = await run(tmp_path, engine, "Details of the offline pump?", route_after_results=True)
+    assert [c.name for c in result.tool_calls] == ["assets-list_pumps", "assets-get_pump_details"]
+    assert result.answer == "PUMP-006 is offline."
