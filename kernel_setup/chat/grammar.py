@@ -33,6 +33,7 @@ __all__ = [
     "decision_grammar",
     "route_grammar",
     "tool_calls_grammar",
+    "tool_name_grammar",
     "validate_arguments",
 ]
 
@@ -187,6 +188,18 @@ def route_grammar(tool_names: Sequence[str]) -> str:
         raise GrammarError("No tools to route to.")
     options = [ROUTE_NO_TOOL, *tool_names]
     return "root ::= " + " | ".join(_literal(o) for o in options) + "\n"
+
+
+def tool_name_grammar(tool_names: Sequence[str]) -> str:
+    """The opening of one call up to its tool name, as the model writes it natively (`call_prefix` without arguments).
+
+    Used after native routing: the name is chosen greedily in the model's own call format, then the
+    arguments are generated from `call_prefix` of that name.
+    """
+    if not tool_names:
+        raise GrammarError("No tools to name.")
+    head = _literal(TOOL_CALL_OPEN + '\n{"name": "')
+    return f"root ::= {head} (" + " | ".join(_literal(n) for n in tool_names) + ") " + _literal('"') + "\n"
 
 
 def call_prefix(name: str) -> str:

@@ -2,12 +2,13 @@
 
 How a model turn runs when tools are advertised (the strategy measured with ``pumpops eval``):
 
-1. **Route.** A cheap constrained step on the same prompt prefix: the model answers exactly
-   ``call`` or ``answer`` to "does the operator's last message need the tools?". Small talk and
-   questions the tool results already answer go straight to step 3.
-2. **Call.** Generation constrained by a grammar built from the advertised tool schemas: one to
-   four ``<tool_call>`` blocks, each naming a real tool with schema-valid arguments. The calls
-   come back as `FunctionCallContent` items; the runner executes them.
+1. **Route.** Natively, from the conversation prompt itself (cached): the log-probability that the
+   model opens its turn like a call (first token starting with ``<``, ``{`` or a fence) against
+   ``tool_start_threshold``; above it the tool name is chosen greedily in the ``<tool_call>`` format.
+   Engines without that score fall back to a routing prompt (``no_tool`` or a tool name).
+2. **Call.** Generation constrained by a grammar built from the routed tool's schema: one or two
+   ``<tool_call>`` blocks with schema-valid arguments. The calls come back as
+   `FunctionCallContent` items; the runner executes them.
 3. **Answer.** Free generation, streamed token by token.
 
 Inference runs in a worker thread that feeds an asyncio queue, so the event loop never blocks; one
@@ -43,7 +44,13 @@ from semantic_kernel.contents.streaming_chat_message_content import StreamingCha
 from semantic_kernel.contents.streaming_text_content import StreamingTextContent
 from semantic_kernel.exceptions import ServiceResponseException
 
-from kernel_setup.chat.grammar import answer_grammar, call_prefix, route_grammar, tool_calls_grammar
+from kernel_setup.chat.grammar import (
+    answer_grammar,
+    call_prefix,
+    route_grammar,
+    tool_calls_grammar,
+    tool_name_grammar,
+)
 from kernel_setup.chat.ollama_service import result_text
 from kernel_setup.chat.qwen_format import STOP_STRINGS, PromptMessage, parse_tool_calls, render_prompt, routing_prompt
 
@@ -60,8 +67,10 @@ __all__ = [
     "load_engine",
 ]
 
-MAX_PARALLEL_CALLS = 4
+MAX_PARALLEL_CALLS = 2
 ROUTE_TOKENS = 24
+# First-token pieces that open a call as Qwen2.5-Coder writes it (``<tool_call>`` as text, bare JSON or a fence).
+TOOL_START_PIECES = ("<", "{", "```")
 
 
 class CompletionEngine(Protocol):
@@ -87,6 +96,14 @@ class CompletionEngine(Protocol):
         ...
 
 
+class ToolStartScorer(Protocol):
+    """Optional engine capability: how likely the model is to open its turn with a tool call."""
+
+    def tool_start_logprob(self, prompt: str) -> float:
+        """Log-probability mass of the first-token pieces that open a call (`TOOL_START_PIECES`)."""
+        ...
+
+
 def llama_available() -> bool:
     """Whether the optional ``llama_cpp`` package can be imported (without importing it)."""
     import importlib.util
@@ -103,6 +120,7 @@ class LlamaEngine:
         self.context_size = context_size
         self._llama: Any = None
         self._grammars: dict[str, Any] = {}
+        self._tool_start_ids: Any = None
         self._lock = threading.Lock()
 
     def _model(self) -> Any:
@@ -135,6 +153,38 @@ class LlamaEngine:
         """Tokens of ``text`` (special tokens parsed, no BOS)."""
         with self._lock:
             return len(self._model().tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def tool_start_logprob(self, prompt: str) -> float:
+        """Log-probability that the turn after ``prompt`` opens like a call; evaluates only the uncached suffix."""
+        import numpy as np
+
+        with self._lock:
+            llama = self._model()
+            if self._tool_start_ids is None:
+                ids = [t for t in llama.tokenize(b"<tool_call>", add_bos=False, special=True)][:1]
+                for token in range(llama.n_vocab()):
+                    piece = llama.detokenize([token]).decode("utf-8", errors="ignore")  # special tokens: empty
+                    if piece.startswith(TOOL_START_PIECES):
+                        ids.append(token)
+                self._tool_start_ids = np.array(ids)
+            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            if len(tokens) >= self.context_size:
+                raise ServiceResponseException(
+                    f"The conversation needs about {len(tokens)} tokens, more than LocalModel.ContextSize "
+                    f"({self.context_size}). Start a new session or raise LocalModel.ContextSize."
+                )
+            cached = 0
+            for old, new in zip(llama._input_ids.tolist(), tokens, strict=False):
+                if old != new:
+                    break
+                cached += 1
+            llama.n_tokens = min(cached, len(tokens) - 1)  # keep the shared prefix, evaluate the rest
+            llama.eval(tokens[llama.n_tokens :])
+            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+            top = logits.max()
+            total = np.log(np.exp(logits - top).sum())
+            chosen = np.log(np.exp(logits[self._tool_start_ids] - top).sum())
+            return float(chosen - total)
 
     def complete(
         self,
@@ -184,9 +234,10 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     seed: int | None = None
-    max_tokens: int = Field(default=600, ge=1)
-    max_call_tokens: int = Field(default=320, ge=16)
+    max_tokens: int = Field(default=200, ge=1)
+    max_call_tokens: int = Field(default=200, ge=16)
     routing: bool = True
+    tool_start_threshold: float = Field(default=-1.7, le=0.0)
     route_after_results: bool = False
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
 
@@ -264,7 +315,21 @@ class LocalChatCompletion(ChatCompletionClientBase):
             call_prompt: str | None = prompt
             grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS)
             head = ""
-            if settings.routing:
+            scorer = getattr(self._engine, "tool_start_logprob", None)
+            if settings.routing and scorer is not None:
+                # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
+                start = await asyncio.to_thread(scorer, prompt)
+                usage.completion += 1
+                call_prompt = None
+                if start >= settings.tool_start_threshold:
+                    greedy = settings.model_copy(update={"temperature": 0.0})
+                    opened = await self._text(prompt, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage)
+                    choice = opened.rsplit('"name": "', 1)[-1].rstrip('"')
+                    if choice in names:
+                        head = call_prefix(choice)
+                        call_prompt = prompt + head
+                        grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice)
+            elif settings.routing:
                 route = routing_prompt(prompt, tools, _last_user_text(chat_history))
                 choice = await self._text(
                     route, route_grammar(names), ROUTE_TOKENS, settings.model_copy(update={"temperature": 0.0}), usage

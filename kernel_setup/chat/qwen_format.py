@@ -40,7 +40,10 @@ _TOOLS_POSTAMBLE = (
     "</tool_call>\n\n"
 )
 
-ANSWER_STYLE = "When you answer the operator, write plain sentences, never JSON or code."
+ANSWER_STYLE = (
+    "When you answer the operator, write plain sentences, never JSON or code. "
+    "Reply to greetings, thanks and small talk in words, without tools."
+)
 
 ROUTING_HEAD = (
     "Routing step, not shown to the operator. Choose what to do next for the operator's last message and reply "

@@ -123,7 +123,7 @@ async def test_without_routing_the_union_grammar_is_used_whenever_the_user_has_s
     )
     result, _ = await run(tmp_path, engine, "Fleet?", routing=False)
     assert [c.name for c in result.tool_calls] == ["assets-get_system_summary"]
-    assert engine.requests[0]["grammar"].startswith('root ::= call ("\\n" call){0,3}')
+    assert engine.requests[0]["grammar"].startswith('root ::= call ("\\n" call){0,1}')
 
 
 async def test_an_engine_failure_becomes_a_chat_service_error(tmp_path: Path) -> None:
