@@ -32,6 +32,8 @@ class Grant:
     function: str
     on_commit: CommitHook | None = None
     committed: bool = field(default=False)
+    requested_by: str | None = field(default=None)
+    approved_by: str | None = field(default=None)
 
 
 _GRANT: ContextVar[Grant | None] = ContextVar("pumpops_grant", default=None)
@@ -57,6 +59,8 @@ async def redeem(
 ) -> str | None:
     """Check a grant inside the write's transaction; return the first result if the action already ran.
 
+    On success the grant also carries who requested and who approved the action, read from the same row.
+
     Raises:
         ApprovalRequiredError: no grant, or one that does not match an approved action with exactly
             these arguments.
@@ -68,7 +72,8 @@ async def redeem(
             "with `pumpops approvals approve ID --by NAME`."
         )
     async with conn.execute(
-        "SELECT function, args_hash, status, result, intent_key, expires_at FROM approvals WHERE approval_id = ?",
+        "SELECT function, args_hash, status, result, intent_key, expires_at, requested_by, decided_by "
+        "FROM approvals WHERE approval_id = ?",
         (grant.approval_id,),
     ) as cursor:
         row = await cursor.fetchone()
@@ -97,6 +102,7 @@ async def redeem(
             (datetime.now(UTC).isoformat(timespec="seconds"), done["result"], grant.approval_id),
         )
         return str(done["result"])
+    grant.requested_by, grant.approved_by = row["requested_by"], row["decided_by"]
     return None
 
 

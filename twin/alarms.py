@@ -89,10 +89,7 @@ class AlarmService:
         wanted = normalize_alarm_id(alarm_id)
         row = await self._db.fetch_one("SELECT * FROM alarms WHERE alarm_id = ?", (wanted,))
         if row is None:
-            raise NotFoundError(
-                f"No alarm found with id {alarm_id[:40]!r}. Alarm ids look like 'ALM-0001'. "
-                "Call alarms-list_alarms with active_only false to see valid ids."
-            )
+            raise NotFoundError.alarm(alarm_id)
         return _alarm(row)
 
     async def acknowledge(self, alarm_id: str, note: str, grant: Grant | None) -> str:
@@ -116,22 +113,14 @@ class AlarmService:
             async with conn.execute("SELECT active, pump_id FROM alarms WHERE alarm_id = ?", (wanted,)) as cursor:
                 alarm = await cursor.fetchone()
             if alarm is None:
-                raise NotFoundError(
-                    f"No alarm found with id {alarm_id[:40]!r}. Alarm ids look like 'ALM-0001'. "
-                    "Call alarms-list_alarms to see valid ids."
-                )
+                raise NotFoundError.alarm(alarm_id)
             if not alarm["active"]:
                 raise InvalidInputError(f"Alarm {wanted} is no longer active; there is nothing to acknowledge.")
-            async with conn.execute(
-                "SELECT decided_by FROM approvals WHERE approval_id = ?", (grant.approval_id,)
-            ) as cursor:
-                approval = await cursor.fetchone()
-            assert approval is not None  # redeem found it in this transaction
             now = datetime.now(UTC).isoformat(timespec="seconds")
             await conn.execute(
                 "UPDATE alarms SET acknowledged_at = ?, acknowledged_by = ?, acknowledgement_note = ? "
                 "WHERE alarm_id = ?",
-                (now, approval["decided_by"], text, wanted),
+                (now, grant.approved_by, text, wanted),
             )
             result = json.dumps(
                 {

@@ -216,10 +216,7 @@ class AssetService:
         wanted = normalize_pump_id(pump_id)
         pump = await self._db.fetch_one("SELECT * FROM pumps WHERE pump_id = ?", (wanted,))
         if pump is None:
-            raise NotFoundError(
-                f"No pump found with id {pump_id[:80]!r}. Pump ids look like 'PUMP-007'. "
-                "Call assets-list_pumps to see valid ids."
-            )
+            raise NotFoundError.pump(pump_id)
         sensors = await self._db.fetch_all(
             "SELECT sensor_type, unit, bad_direction, alarm_threshold, latest_value, latest_at "
             "FROM sensors WHERE pump_id = ? ORDER BY sensor_type",

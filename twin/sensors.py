@@ -170,10 +170,7 @@ class SensorService:
         if sensor is None:
             exists = await self._db.fetch_one("SELECT 1 FROM pumps WHERE pump_id = ?", (wanted,))
             if exists is None:
-                raise NotFoundError(
-                    f"No pump found with id {pump_id[:80]!r}. Pump ids look like 'PUMP-007'. "
-                    "Call assets-list_pumps to see valid ids."
-                )
+                raise NotFoundError.pump(pump_id)
             raise NotFoundError(f"Pump {wanted} has no {sensor_type.value} sensor.")
         threshold = sensor["alarm_threshold"]
         empty = SensorTrend(

@@ -104,20 +104,12 @@ class WorkOrderService:
             assert grant is not None
             async with conn.execute("SELECT 1 FROM pumps WHERE pump_id = ?", (pump,)) as cursor:
                 if await cursor.fetchone() is None:
-                    raise NotFoundError(
-                        f"No pump found with id {pump_id[:80]!r}. Pump ids look like 'PUMP-007'. "
-                        "Call assets-list_pumps to see valid ids."
-                    )
+                    raise NotFoundError.pump(pump_id)
             async with conn.execute(
                 "SELECT COALESCE(MAX(CAST(substr(work_order_id, 4) AS INTEGER)), 0) + 1 FROM work_orders"
             ) as cursor:
                 row = await cursor.fetchone()
             work_order_id = f"WO-{(row[0] if row else 1):04d}"
-            async with conn.execute(
-                "SELECT requested_by, decided_by FROM approvals WHERE approval_id = ?", (grant.approval_id,)
-            ) as cursor:
-                approval = await cursor.fetchone()
-            assert approval is not None  # redeem found it in this transaction
             created_at = datetime.now(UTC).isoformat(timespec="seconds")
             await conn.execute(
                 "INSERT INTO work_orders (work_order_id, pump_id, priority, summary, status, created_at, "
@@ -128,8 +120,8 @@ class WorkOrderService:
                     priority.value,
                     text,
                     created_at,
-                    approval["requested_by"],
-                    approval["decided_by"],
+                    grant.requested_by,
+                    grant.approved_by,
                     grant.approval_id,
                 ),
             )
