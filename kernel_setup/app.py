@@ -74,9 +74,9 @@ class AppContext:
             num_ctx=backend.num_ctx,
         )
 
-    async def check_model(self) -> None:
-        """Raise `ModelUnavailableError` with instructions when the chosen chat model cannot be used."""
-        await check_chat_model(self.settings, self.chat_client)
+    async def check_model(self) -> str:
+        """Describe the chat model that will answer; raise `ModelUnavailableError` with instructions if none can."""
+        return await check_chat_model(self.settings, self.chat_client)
 
 
 def add_pumpops_filters(kernel: Kernel, app: AppContext) -> Kernel:

@@ -103,9 +103,15 @@ async def resolve_provider(settings: Settings, client: ollama.AsyncClient) -> Ch
     return ChatProvider.OLLAMA
 
 
-async def check_chat_model(settings: Settings, client: ollama.AsyncClient) -> None:
-    """Raise `ModelUnavailableError` with instructions when no configured chat model can be used."""
-    await resolve_provider(settings, client)
+async def check_chat_model(settings: Settings, client: ollama.AsyncClient) -> str:
+    """Describe the chat model that will answer, e.g. ``qwen2.5:7b-instruct at http://…`` or ``local model …``.
+
+    Raises:
+        ModelUnavailableError: no configured chat model can be used; the message says how to fix it.
+    """
+    if await resolve_provider(settings, client) == ChatProvider.LOCAL:
+        return f"{settings.resolve(settings.local_model.path).name} (local, in process)"
+    return f"{settings.ollama.model_id} at {settings.ollama.host}"
 
 
 def chat_backend(settings: Settings, client: ollama.AsyncClient) -> ChatBackend:

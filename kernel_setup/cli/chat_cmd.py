@@ -129,8 +129,8 @@ async def _open(
     transport: httpx.AsyncBaseTransport | None,
 ) -> ChatSession:
     app = await stack.enter_async_context(open_app(settings, chat_transport=transport))
-    await app.check_model()
-    chat = ChatSession(app, cli.console, principal=principal, session=session)
+    model = await app.check_model()
+    chat = ChatSession(app, cli.console, principal=principal, session=session, model=model)
     await chat.start()
     return chat
 

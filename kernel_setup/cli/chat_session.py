@@ -54,7 +54,9 @@ class ApprovalsService(Protocol):
 class ChatSession:
     """The state of one chat: the app, who is asking, the current session id."""
 
-    def __init__(self, app: AppContext, console: Console, *, principal: str, session: str | None = None) -> None:
+    def __init__(
+        self, app: AppContext, console: Console, *, principal: str, session: str | None = None, model: str = ""
+    ) -> None:
         if session is not None and not 0 < len(session) <= MAX_SESSION_ID_LENGTH:
             raise PumpOpsError(f"A session id has 1 to {MAX_SESSION_ID_LENGTH} characters; got {len(session)}.")
         self.console = console
@@ -63,15 +65,13 @@ class ChatSession:
         self._app = app
         self._principal = principal
         self._continued = session is not None
+        ollama = app.settings.ollama
+        self._model = model or f"{ollama.model_id} at {ollama.host}"
         self._runner: TurnRunner = app.runner()
 
     async def start(self) -> None:
         """Greet: model and host, the session, who is asking, how to get help."""
-        ollama = self._app.settings.ollama
-        self.console.print(
-            f"[bold]PumpOps chat[/] · model [cyan]{escape(ollama.model_id)}[/] at {escape(ollama.host)}",
-            highlight=False,
-        )
+        self.console.print(f"[bold]PumpOps chat[/] · model [cyan]{escape(self._model)}[/]", highlight=False)
         stored = len(await self._app.sessions.load(self.session)) if self._continued else 0
         state = f"continuing, {stored} messages" if stored else "new"
         self.console.print(
