@@ -152,3 +152,60 @@ async def test_with_route_after_results_the_model_may_chain_a_second_call(tmp_pa
     result, _ = await run(tmp_path, engine, "Details of the offline pump?", route_after_results=True)
     assert [c.name for c in result.tool_calls] == ["assets-list_pumps", "assets-get_pump_details"]
     assert result.answer == "PUMP-006 is offline."
+
+
+@dataclass
+class ScoringEngine(ScriptedEngine):
+    """A scripted engine that also reports the first-token log-probability of opening a call (native routing)."""
+
+    scores: list[float] = field(default_factory=list)
+    scored: list[str] = field(default_factory=list)
+
+    def tool_start_logprob(self, prompt: str) -> float:
+        self.threads.add(threading.get_ident())
+        self.scored.append(prompt)
+        return self.scores.pop(0)
+
+
+async def test_native_routing_above_the_threshold_names_the_tool_greedily_in_the_call_format(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            '<tool_call>\n{"name": "assets-get_pump_details"',  # the name, chosen under the name grammar
+            '{"pump_id": "PUMP-007"}}\n</tool_call>',  # the arguments, under the routed tool's grammar
+            "PUMP-007 vibrates at 9.4 mm/s.",
+        ],
+        scores=[-0.4],
+    )
+    result, _ = await run(tmp_path, engine, "How is PUMP-007 doing?", temperature=0.7, seed=5)
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("assets-get_pump_details", {"pump_id": "PUMP-007"})]
+    assert result.answer == "PUMP-007 vibrates at 9.4 mm/s."
+    name, arguments, answer = engine.requests
+    conversation = engine.scored[0]
+    assert conversation.endswith("<|im_start|>assistant\n") and "Routing step" not in conversation
+    assert name["prompt"] == conversation  # no routing prompt: the name is read from the conversation itself
+    assert name["grammar"].startswith('root ::= "<tool_call>\\n{\\"name\\": \\"" (')
+    assert name["temperature"] == 0.0
+    assert arguments["prompt"] == conversation + '<tool_call>\n{"name": "assets-get_pump_details", "arguments": '
+    assert arguments["temperature"] == 0.7 and arguments["seed"] == 5
+    assert "<tool_response>" in answer["prompt"]
+    assert len(engine.scored) == 1  # after the tool results the model answers; no second routing decision
+    assert threading.get_ident() not in engine.threads
+
+
+async def test_native_routing_below_the_threshold_answers_without_any_tool_request(tmp_path: Path) -> None:
+    engine = ScoringEngine([["Good morning! ", "Ask me about any pump."]], scores=[-4.2])
+    result, _ = await run(tmp_path, engine, "Good morning!")
+    assert result.tool_calls == [] and result.answer == "Good morning! Ask me about any pump."
+    assert len(engine.requests) == 1 and engine.requests[0]["grammar"].startswith("root ::= [^{<`")
+
+
+async def test_the_routing_threshold_is_a_setting(tmp_path: Path) -> None:
+    engine = ScoringEngine(["No tool needed."], scores=[-1.0])
+    result, _ = await run(tmp_path, engine, "Is it fine?", tool_start_threshold=-0.5)
+    assert result.tool_calls == [] and len(engine.requests) == 1
+
+
+async def test_a_name_outside_the_advertised_tools_falls_back_to_an_answer(tmp_path: Path) -> None:
+    engine = ScoringEngine(['<tool_call>\n{"name": "assets-get_pump_detai', "I could not pick a tool."], scores=[-0.1])
+    result, _ = await run(tmp_path, engine, "How is PUMP-007?")
+    assert result.tool_calls == [] and result.answer == "I could not pick a tool."
