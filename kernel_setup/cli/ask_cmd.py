@@ -6,6 +6,7 @@ import getpass
 import json
 
 import typer
+from rich.markup import escape
 
 from kernel_setup.agent.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnResult
 from kernel_setup.app import open_app
@@ -49,7 +50,9 @@ async def _ask(cli: CliState, question: str, session: str | None, principal: str
                     result = event.result
                 continue
             if isinstance(event, ToolCallStarted):
-                cli.err_console.print(f"[dim]→ {event.name}({json.dumps(event.arguments)})[/]", highlight=False)
+                cli.err_console.print(
+                    f"[dim]→ {escape(event.name)}({escape(json.dumps(event.arguments))})[/]", highlight=False
+                )
             elif isinstance(event, ToolCallFinished):
                 mark = STATUS_MARKS.get(event.record.status, event.record.status)
                 cli.err_console.print(
@@ -68,7 +71,7 @@ async def _ask(cli: CliState, question: str, session: str | None, principal: str
 def _footer(cli: CliState, result: TurnResult) -> None:
     cli.console.print()
     if result.degraded:
-        cli.err_console.print(f"[bold yellow]degraded:[/] {result.reason}", highlight=False)
+        cli.err_console.print(f"[bold yellow]degraded:[/] {escape(result.reason or '')}", highlight=False)
     if result.ungrounded:
         cli.err_console.print(
             f"[bold yellow]unverified numbers[/] (not found in any tool result): {', '.join(result.ungrounded)}",

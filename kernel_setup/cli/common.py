@@ -10,6 +10,7 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kernel_setup.settings import Settings, load_settings
 from storage.errors import PumpOpsError
@@ -48,7 +49,7 @@ def state(ctx: typer.Context) -> CliState:
 
 def fail(cli: CliState, message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print an error (no traceback) and exit non-zero."""
-    cli.err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    cli.err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
     raise typer.Exit(code)
 
 

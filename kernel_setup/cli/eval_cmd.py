@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from kernel_setup.cli.common import CliState, fail, print_json, run, state
@@ -54,7 +55,9 @@ def eval_command(
             return
         result = transcript.result
         if result is None:
-            cli.err_console.print(f"[red]✗[/] {item.id} #{transcript.trial}: {transcript.error}", highlight=False)
+            cli.err_console.print(
+                f"[red]✗[/] {item.id} #{transcript.trial}: {escape(transcript.error or '')}", highlight=False
+            )
             return
         calls = ", ".join(c.name for c in result.tool_calls) or "no tool"
         cli.err_console.print(
@@ -124,4 +127,6 @@ def _table(cli: CliState, report: EvalReport) -> None:
     cli.console.print(table)
     failed = [t for t in report.trials if not t.passed]
     for trial in failed[:20]:
-        cli.console.print(f"[dim]✗ {trial.item_id} #{trial.trial}: {'; '.join(trial.problems)}[/]", highlight=False)
+        cli.console.print(
+            f"[dim]✗ {trial.item_id} #{trial.trial}: {escape('; '.join(trial.problems))}[/]", highlight=False
+        )

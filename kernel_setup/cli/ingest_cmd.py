@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from kernel_setup.cli.common import print_json, run, state
@@ -69,6 +70,8 @@ def ingest_command(
             highlight=False,
         )
         for skipped in report.skipped:
-            cli.err_console.print(f"[yellow]skipped[/] {skipped.path}: {skipped.reason}", highlight=False)
+            cli.err_console.print(
+                f"[yellow]skipped[/] {escape(str(skipped.path))}: {escape(skipped.reason)}", highlight=False
+            )
     if report.documents == 0 and report.skipped:
         raise typer.Exit(EXIT_NOTHING_INGESTED)

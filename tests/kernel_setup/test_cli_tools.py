@@ -131,3 +131,9 @@ def test_tools_call_is_audited_with_the_caller_including_rejected_calls(cli_sett
         ("assets-get_system_summary", "ok", "alice"),
     ]
     assert run_cli(cli_settings, "audit", "verify").returncode == 0
+
+
+def test_errors_print_square_brackets_verbatim_not_as_console_markup(cli_settings: Path) -> None:
+    result = run_cli(cli_settings, "tools", "call", "assets.get_pump_details", "pump_id=[bold]PUMP-7")
+    assert result.returncode != 0
+    assert "'[bold]PUMP-7'" in result.stderr and "PUMP-007" in result.stderr
