@@ -69,6 +69,18 @@ def fence(text: str, marker: str) -> str:
     return f"<<{FENCE_WORD} {marker}>>\n{neutral}\n<</{FENCE_WORD} {marker}>>"
 
 
+def unfence(text: str) -> tuple[str, str] | None:
+    """The marker and the data of a result wrapped by `fence`; None when ``text`` is not one fenced result."""
+    first, _, rest = text.partition("\n")
+    opening = re.fullmatch(rf"<<{FENCE_WORD} ([0-9a-f]+)>>", first)
+    if opening is None:
+        return None
+    closing = f"\n<</{FENCE_WORD} {opening.group(1)}>>"
+    if not rest.endswith(closing):
+        return None
+    return opening.group(1), rest[: -len(closing)]
+
+
 def system_prompt(marker: str) -> str:
     """The system prompt for a turn whose tool results are fenced with ``marker``."""
     return (

@@ -9,7 +9,9 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
 2. **Call.** Generation constrained by a grammar built from the routed tool's schema: one or two
    ``<tool_call>`` blocks with schema-valid arguments. The calls come back as
    `FunctionCallContent` items; the runner executes them.
-3. **Answer.** Free generation, streamed token by token.
+3. **Answer.** Free generation, streamed token by token. Tool results are read as compact text
+   (`compact_result`: the same values, about a third fewer prompt tokens than JSON), because on two
+   cores reading a result is most of a turn's time.
 
 Inference runs in a worker thread that feeds an asyncio queue, so the event loop never blocks; one
 inference at a time per loaded model. ``llama_cpp`` is imported only when a model is loaded, so
@@ -44,6 +46,8 @@ from semantic_kernel.contents.streaming_chat_message_content import StreamingCha
 from semantic_kernel.contents.streaming_text_content import StreamingTextContent
 from semantic_kernel.exceptions import ServiceResponseException
 
+from kernel_setup.agent.shaping import fence, unfence
+from kernel_setup.chat.compact import compact_json
 from kernel_setup.chat.grammar import (
     answer_grammar,
     call_prefix,
@@ -452,7 +456,7 @@ def to_prompt_messages(chat_history: ChatHistory) -> list[PromptMessage]:
         if message.role == AuthorRole.TOOL:
             for item in message.items:
                 if isinstance(item, FunctionResultContent):
-                    out.append(PromptMessage(role="tool", content=result_text(item.result)))
+                    out.append(PromptMessage(role="tool", content=compact_result(result_text(item.result))))
             continue
         if message.role == AuthorRole.ASSISTANT:
             calls = [
@@ -467,6 +471,19 @@ def to_prompt_messages(chat_history: ChatHistory) -> list[PromptMessage]:
         else:
             out.append(PromptMessage(role="user", content=message.content or ""))
     return out
+
+
+def compact_result(text: str) -> str:
+    """A tool result as the local model reads it: JSON as compact text (`compact_json`), fenced again.
+
+    The data is decoded before it is re-rendered, so it is fenced anew (which neutralises any fence
+    words the decoding revealed) under the same marker.
+    """
+    fenced = unfence(text)
+    if fenced is None:
+        return compact_json(text)
+    marker, data = fenced
+    return fence(compact_json(data), marker)
 
 
 def _last_user_text(chat_history: ChatHistory) -> str:

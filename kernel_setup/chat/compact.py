@@ -1,0 +1,112 @@
+"""Tool results as compact text for a small local model: the same values in fewer prompt tokens.
+
+On two CPU cores the local model reads about 70 prompt tokens a second, so reading a tool result
+is most of a turn's time. JSON spends tokens on quotes, braces and keys repeated in every list
+item; this rendering keeps every key and value but writes objects as ``key: value`` lines and
+lists of flat objects as one header row and one row per item::
+
+    pump_id: PUMP-007
+    latest_readings:
+      sensor_type | value | unit
+      vibration | 9.4 | mm/s
+      flow | 1650.0 | m³/h
+
+Numbers are written exactly as JSON writes them, so an answer's numbers can still be checked
+against the tool result. Text that is not JSON (an error sentence, a truncated result) is
+returned unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["compact_json"]
+
+_INDENT = "  "
+
+
+def compact_json(text: str) -> str:
+    """``text`` rendered compactly when it is a JSON object or array; otherwise ``text`` unchanged."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return text
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        return text
+    return "\n".join(_lines(value, 0))
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        # One line per value; a table cell must not contain its separator.
+        return " ".join(value.split()) if value.strip() else json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _table_columns(items: list[Any]) -> list[str] | None:
+    """The shared keys when ``items`` are objects of scalar values (and no cell holds the separator)."""
+    if len(items) < 2 or not all(isinstance(i, Mapping) for i in items):
+        return None
+    columns: list[str] = []
+    for item in items:
+        for key, value in item.items():
+            if not _is_scalar(value) or (isinstance(value, str) and "|" in value):
+                return None
+            if key not in columns:
+                columns.append(str(key))
+    return columns
+
+
+def _lines(value: Any, depth: int) -> list[str]:
+    pad = _INDENT * depth
+    if isinstance(value, Mapping):
+        if not value:
+            return [f"{pad}(empty)"]
+        out: list[str] = []
+        for key, item in value.items():
+            out += _entry(str(key), item, depth)
+        return out
+    if isinstance(value, list):
+        return _list_lines(value, depth)
+    return [pad + _scalar(value)]
+
+
+def _entry(key: str, value: Any, depth: int) -> list[str]:
+    pad = _INDENT * depth
+    if _is_scalar(value):
+        return [f"{pad}{key}: {_scalar(value)}"]
+    if isinstance(value, Mapping):
+        if value and all(_is_scalar(v) for v in value.values()) and len(value) <= 4:
+            inline = ", ".join(f"{k}={_scalar(v)}" for k, v in value.items())
+            return [f"{pad}{key}: {inline}"]
+        return [f"{pad}{key}:", *_lines(value, depth + 1)]
+    if isinstance(value, list):
+        if not value:
+            return [f"{pad}{key}: (none)"]
+        if all(_is_scalar(v) for v in value):
+            return [f"{pad}{key}: " + ", ".join(_scalar(v) for v in value)]
+        return [f"{pad}{key}:", *_list_lines(value, depth + 1)]
+    return [f"{pad}{key}: {_scalar(str(value))}"]
+
+
+def _list_lines(items: list[Any], depth: int) -> list[str]:
+    pad = _INDENT * depth
+    if not items:
+        return [f"{pad}(none)"]
+    columns = _table_columns(items)
+    if columns is not None:
+        rows = [" | ".join(_scalar(item.get(c)) if c in item else "-" for c in columns) for item in items]
+        return [pad + " | ".join(columns), *(pad + row for row in rows)]
+    out: list[str] = []
+    for item in items:
+        lines = _lines(item, depth + 1)
+        first = lines[0][len(_INDENT) * (depth + 1) :]
+        out += [f"{pad}- {first}", *lines[1:]]
+    return out
