@@ -26,7 +26,7 @@ import functools
 import json
 import secrets
 import threading
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -95,8 +95,13 @@ class CompletionEngine(Protocol):
         temperature: float,
         seed: int | None,
         stop: Sequence[str],
+        grammar_tokens: int | None = None,
     ) -> Iterator[str]:
-        """Yield the generated text piece by piece (blocking)."""
+        """Yield the generated text piece by piece (blocking).
+
+        With ``grammar_tokens``, ``grammar`` constrains only that many opening tokens and the rest is
+        generated freely (grammar sampling costs about a third of the generation speed).
+        """
         ...
 
 
@@ -199,6 +204,7 @@ class LlamaEngine:
         temperature: float,
         seed: int | None,
         stop: Sequence[str],
+        grammar_tokens: int | None = None,
     ) -> Iterator[str]:
         """Stream a completion; holds the model lock until the generator is exhausted or closed."""
         with self._lock:
@@ -209,22 +215,41 @@ class LlamaEngine:
                     f"The conversation needs about {needed} tokens, more than LocalModel.ContextSize "
                     f"({self.context_size}). Start a new session or raise LocalModel.ContextSize."
                 )
-            stream = llama.create_completion(
-                prompt,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                seed=seed,
-                stop=list(stop),
-                grammar=self._grammar(grammar) if grammar else None,
-                stream=True,
-            )
-            try:
-                for chunk in stream:
-                    text = chunk["choices"][0]["text"]
-                    if text:
-                        yield text
-            finally:
-                stream.close()
+            options = {"temperature": temperature, "seed": seed, "stop": list(stop)}
+            if not grammar or not grammar_tokens or grammar_tokens >= max_tokens:
+                yield from self._stream(llama, prompt, max_tokens, self._grammar(grammar) if grammar else None, options)
+                return
+            # The constrained opening, then (unless it already ended) the rest without the grammar,
+            # continuing from the cached prompt plus the opening.
+            opening: list[str] = []
+            finish = yield from self._stream(llama, prompt, grammar_tokens, self._grammar(grammar), options, opening)
+            if finish == "length":
+                rest = prompt + "".join(opening)
+                yield from self._stream(llama, rest, max_tokens - grammar_tokens, None, options)
+
+    @staticmethod
+    def _stream(
+        llama: Any,
+        prompt: str,
+        max_tokens: int,
+        grammar: Any,
+        options: Mapping[str, Any],
+        into: list[str] | None = None,
+    ) -> Generator[str, None, str | None]:
+        """Yield one completion's text pieces; return its finish reason."""
+        stream = llama.create_completion(prompt, max_tokens=max_tokens, grammar=grammar, stream=True, **options)
+        finish: str | None = None
+        try:
+            for chunk in stream:
+                choice = chunk["choices"][0]
+                finish = choice.get("finish_reason") or finish
+                if choice["text"]:
+                    if into is not None:
+                        into.append(choice["text"])
+                    yield choice["text"]
+        finally:
+            stream.close()
+        return finish
 
 
 @functools.lru_cache(maxsize=1)
@@ -360,7 +385,8 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     ]
                     yield [self._chunk(items, function_invoke_attempt, usage=usage, finish="tool_calls")]
                     return
-        async for piece in self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage):
+        answer = self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1)
+        async for piece in answer:
             text_item = StreamingTextContent(choice_index=0, text=piece, ai_model_id=self.ai_model_id)
             yield [self._chunk([text_item], function_invoke_attempt)]
         yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
@@ -396,6 +422,8 @@ class LocalChatCompletion(ChatCompletionClientBase):
         max_tokens: int,
         settings: LocalChatPromptExecutionSettings,
         usage: _Usage,
+        *,
+        grammar_tokens: int | None = None,
     ) -> AsyncGenerator[str, None]:
         """Run one blocking completion in a worker thread, yielding its pieces as they arrive."""
         loop = asyncio.get_running_loop()
@@ -415,6 +443,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     temperature=settings.temperature,
                     seed=settings.seed,
                     stop=STOP_STRINGS,
+                    grammar_tokens=grammar_tokens,
                 )
                 try:
                     for piece in stream:

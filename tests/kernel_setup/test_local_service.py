@@ -36,9 +36,18 @@ class ScriptedEngine:
         temperature: float,
         seed: int | None,
         stop: Sequence[str],
+        grammar_tokens: int | None = None,
     ) -> Iterator[str]:
         self.threads.add(threading.get_ident())
-        self.requests.append({"prompt": prompt, "grammar": grammar, "temperature": temperature, "seed": seed})
+        self.requests.append(
+            {
+                "prompt": prompt,
+                "grammar": grammar,
+                "temperature": temperature,
+                "seed": seed,
+                "grammar_tokens": grammar_tokens,
+            }
+        )
         step = self.steps.pop(0)
         if isinstance(step, Exception):
             raise step
@@ -89,7 +98,8 @@ async def test_a_routed_call_runs_the_tool_and_the_answer_streams_with_its_value
     assert arguments["prompt"].endswith('<tool_call>\n{"name": "assets-get_pump_details", "arguments": ')
     assert arguments["seed"] == 3 and arguments["temperature"] == 0.7
     assert "<tool_response>" in answer["prompt"] and "pump_id: PUMP-007" in answer["prompt"]  # compact result
-    assert answer["grammar"].startswith("root ::= [^{<`")
+    assert answer["grammar"].startswith("root ::= [^{<`") and answer["grammar_tokens"] == 1  # the opening only
+    assert arguments["grammar_tokens"] is None  # a call is constrained to its end
     assert threading.get_ident() not in engine.threads  # inference ran off the event loop's thread
 
 
@@ -209,3 +219,66 @@ async def test_a_name_outside_the_advertised_tools_falls_back_to_an_answer(tmp_p
     engine = ScoringEngine(['<tool_call>\n{"name": "assets-get_pump_detai', "I could not pick a tool."], scores=[-0.1])
     result, _ = await run(tmp_path, engine, "How is PUMP-007?")
     assert result.tool_calls == [] and result.answer == "I could not pick a tool."
+
+
+class FakeLlama:
+    """Stands in for ``llama_cpp.Llama`` under `LlamaEngine`: replays completions and records each request."""
+
+    def __init__(self, completions: list[tuple[list[str], str]]) -> None:
+        self.completions = completions
+        self.requests: list[dict[str, Any]] = []
+
+    def tokenize(self, text: bytes, add_bos: bool = False, special: bool = True) -> list[int]:
+        return list(range(len(text) // 4))
+
+    def create_completion(self, prompt: str, **options: Any) -> Iterator[dict[str, Any]]:
+        self.requests.append({"prompt": prompt, **options})
+        pieces, finish = self.completions.pop(0)
+        for number, piece in enumerate(pieces, start=1):
+            yield {"choices": [{"text": piece, "finish_reason": finish if number == len(pieces) else None}]}
+
+
+def fake_engine(completions: list[tuple[list[str], str]]) -> tuple[Any, FakeLlama]:
+    from kernel_setup.chat.local_service import LlamaEngine
+
+    engine = LlamaEngine(Path("unused.gguf"), threads=2, context_size=4096)
+    llama = FakeLlama(completions)
+    engine._llama = llama
+    engine._grammars["root ::= opening"] = "compiled-grammar"
+    return engine, llama
+
+
+def test_the_engine_constrains_only_the_opening_tokens_then_continues_freely() -> None:
+    engine, llama = fake_engine([(["Pump"], "length"), ([" 7 is", " fine."], "stop")])
+    pieces = list(
+        engine.complete(
+            "PROMPT",
+            grammar="root ::= opening",
+            max_tokens=50,
+            temperature=0.7,
+            seed=3,
+            stop=["<|im_end|>"],
+            grammar_tokens=1,
+        )
+    )
+    assert pieces == ["Pump", " 7 is", " fine."]
+    first, rest = llama.requests
+    assert (first["prompt"], first["max_tokens"], first["grammar"]) == ("PROMPT", 1, "compiled-grammar")
+    assert (rest["prompt"], rest["max_tokens"], rest["grammar"]) == ("PROMPTPump", 49, None)
+    assert rest["seed"] == 3 and rest["temperature"] == 0.7 and rest["stop"] == ["<|im_end|>"]
+
+
+def test_an_answer_that_ends_within_its_opening_is_not_continued() -> None:
+    engine, llama = fake_engine([(["Hi."], "stop")])
+    pieces = list(
+        engine.complete(
+            "P", grammar="root ::= opening", max_tokens=50, temperature=0, seed=None, stop=[], grammar_tokens=1
+        )
+    )
+    assert pieces == ["Hi."] and len(llama.requests) == 1
+
+
+def test_without_grammar_tokens_the_grammar_holds_to_the_end() -> None:
+    engine, llama = fake_engine([(['{"a": 1}}'], "stop")])
+    list(engine.complete("P", grammar="root ::= opening", max_tokens=20, temperature=0, seed=None, stop=[]))
+    assert len(llama.requests) == 1 and llama.requests[0]["grammar"] == "compiled-grammar"
