@@ -21,9 +21,10 @@ class AssetsPlugin:
     @kernel_function(
         name="get_system_summary",
         description=(
-            "Returns fleet-wide pump counts by status, active alarm counts by severity and the single worst pump "
-            "(highest active alarm severity, then highest vibration). Call this first for general health questions "
-            "such as 'how is the system doing?' or 'which pump needs attention?'. Takes no parameters."
+            "Returns a fleet-wide overview: how many pumps are in each status, active alarm counts by severity "
+            "and the single worst pump. Use it for the overall health of the whole fleet, such as 'how is the "
+            "system doing?' or 'which pump needs attention?'; not to list pumps and never for one named pump. "
+            "Takes no parameters."
         ),
     )
     async def get_system_summary(self) -> str:
@@ -34,9 +35,9 @@ class AssetsPlugin:
     @kernel_function(
         name="list_pumps",
         description=(
-            "Returns pumps (id, name, station, model, status, active alarm count), at most 50, with the total "
-            "count and a truncated flag. Use it to find pump ids or to count pumps by status or station. "
-            "Both filters are optional; omit them to list every pump."
+            "Returns pumps (id, name, station, model, status, active alarm count), at most 50, with the total. "
+            "Use it to find which pumps are offline, online or in maintenance, which pumps are at a station, or "
+            "to find pump ids. Both filters are optional."
         ),
     )
     async def list_pumps(
@@ -55,10 +56,10 @@ class AssetsPlugin:
     @kernel_function(
         name="get_pump_details",
         description=(
-            "Returns everything about one pump in one call: metadata, machine group and foundation, the latest "
-            "reading of every sensor with its alarm threshold, active alarms, and the ISO 10816-3 vibration zone "
-            "computed from the pump's class. Use it for any question about a specific pump's condition. "
-            "Needs the exact pump id."
+            "Returns one pump's vibration zone and current condition, by its id: metadata, the latest reading of "
+            "every sensor with its alarm threshold, active alarms and the ISO 10816-3 vibration zone. Use it "
+            "whenever the operator names a pump id and asks about its state, current readings, alarms or "
+            "vibration zone."
         ),
     )
     async def get_pump_details(self, pump_id: Annotated[str, "Exact pump identifier, e.g. 'PUMP-007'."]) -> str:

@@ -21,10 +21,10 @@ class SensorsPlugin:
     @kernel_function(
         name="get_sensor_readings",
         description=(
-            "Returns the latest reading of one sensor type across pumps, worst first by that sensor's bad "
-            "direction (vibration, bearing temperature and motor current: highest first; flow and discharge "
-            "pressure: lowest first), at most 20, each with its alarm threshold and, for vibration, the ISO "
-            "10816-3 zone. Use it to compare pumps on one measurement or find which pumps exceed a value."
+            "Returns the latest reading of one sensor type on every pump, ranked worst first (vibration, bearing "
+            "temperature and motor current: highest first; flow and discharge pressure: lowest first), at most "
+            "20, each with its alarm threshold and, for vibration, the ISO 10816-3 zone. Use it to rank or "
+            "compare pumps on one measurement across the fleet, or to find which pumps exceed a value."
         ),
     )
     async def get_sensor_readings(
@@ -44,9 +44,10 @@ class SensorsPlugin:
     @kernel_function(
         name="get_sensor_trend",
         description=(
-            "Returns min, max, mean and slope per day of one pump's sensor over a window ending at its latest "
-            "reading, and the projected date the trend crosses the alarm threshold. Use it for 'is it getting "
-            "worse?' and 'which pumps will need maintenance in the next 30 days?'. Needs pump id and sensor type."
+            "Returns min, max, mean and slope per day of one pump's sensor over a window, and the projected date "
+            "it crosses the alarm threshold. Use it only for change over time ('is it getting worse?', 'is it "
+            "rising?', 'when will it need maintenance?'); for a pump's current values or vibration zone use "
+            "assets-get_pump_details. Needs pump id and sensor type."
         ),
     )
     async def get_sensor_trend(
