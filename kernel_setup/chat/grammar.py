@@ -27,6 +27,7 @@ from storage.errors import PumpOpsError
 __all__ = [
     "DECISION_ANSWER",
     "DECISION_CALL",
+    "NAME_OPENING",
     "GrammarError",
     "answer_grammar",
     "call_prefix",
@@ -43,6 +44,7 @@ ROUTE_NO_TOOL = "no_tool"
 
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
+NAME_OPENING = TOOL_CALL_OPEN + '\n{"name": "'  # a call as the model writes it, up to the tool name
 
 _PRIMITIVES = {
     "string": "string",
@@ -191,15 +193,15 @@ def route_grammar(tool_names: Sequence[str]) -> str:
 
 
 def tool_name_grammar(tool_names: Sequence[str]) -> str:
-    """The opening of one call up to its tool name, as the model writes it natively (`call_prefix` without arguments).
+    """One advertised tool name and its closing quote, generated after `NAME_OPENING`.
 
-    Used after native routing: the name is chosen greedily in the model's own call format, then the
-    arguments are generated from `call_prefix` of that name.
+    Used after native routing: the prompt ends with the call's fixed opening (read in one batch),
+    the name is chosen greedily in the model's own call format, then the arguments are generated
+    from `call_prefix` of that name.
     """
     if not tool_names:
         raise GrammarError("No tools to name.")
-    head = _literal(TOOL_CALL_OPEN + '\n{"name": "')
-    return f"root ::= {head} (" + " | ".join(_literal(n) for n in tool_names) + ") " + _literal('"') + "\n"
+    return "root ::= (" + " | ".join(_literal(n) for n in tool_names) + ") " + _literal('"') + "\n"
 
 
 def call_prefix(name: str) -> str:

@@ -49,6 +49,7 @@ from semantic_kernel.exceptions import ServiceResponseException
 from kernel_setup.agent.shaping import fence, unfence
 from kernel_setup.chat.compact import compact_json
 from kernel_setup.chat.grammar import (
+    NAME_OPENING,
     answer_grammar,
     call_prefix,
     route_grammar,
@@ -351,9 +352,12 @@ class LocalChatCompletion(ChatCompletionClientBase):
                 usage.completion += 1
                 call_prompt = None
                 if start >= settings.tool_start_threshold:
+                    # The call's fixed opening goes in the prompt (read in one batch); only the name is generated.
                     greedy = settings.model_copy(update={"temperature": 0.0})
-                    opened = await self._text(prompt, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage)
-                    choice = opened.rsplit('"name": "', 1)[-1].rstrip('"')
+                    named = await self._text(
+                        prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage
+                    )
+                    choice = named.rstrip('"')
                     if choice in names:
                         head = call_prefix(choice)
                         call_prompt = prompt + head

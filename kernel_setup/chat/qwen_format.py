@@ -45,6 +45,10 @@ ANSWER_STYLE = (
     "Reply to greetings, thanks and small talk in words, without tools."
 )
 
+# After the tool results: a small model otherwise recites the whole result (reading it aloud costs
+# seconds per sentence on two cores).
+RESULTS_NOTE = "Answer the operator's question from these results in at most three short sentences."
+
 ROUTING_HEAD = (
     "Routing step, not shown to the operator. Choose what to do next for the operator's last message and reply "
     "with exactly one option name:\n"
@@ -131,7 +135,7 @@ def render_prompt(
             while i < len(rest) and rest[i].role == "tool":
                 blocks.append(f"<tool_response>\n{rest[i].content}\n</tool_response>")
                 i += 1
-            parts.append(f"{IM_START}user\n" + "\n".join(blocks) + f"{IM_END}\n")
+            parts.append(f"{IM_START}user\n" + "\n".join(blocks) + f"\n{RESULTS_NOTE}{IM_END}\n")
             continue
         if message.role == "assistant":
             pieces = [message.content] if message.content else []

@@ -13,7 +13,14 @@ from kernel_setup.chat.grammar import (
     tool_calls_grammar,
     validate_arguments,
 )
-from kernel_setup.chat.qwen_format import PromptMessage, parse_tool_calls, render_prompt, routing_prompt, when_to_use
+from kernel_setup.chat.qwen_format import (
+    RESULTS_NOTE,
+    PromptMessage,
+    parse_tool_calls,
+    render_prompt,
+    routing_prompt,
+    when_to_use,
+)
 
 TREND = {
     "type": "function",
@@ -166,8 +173,9 @@ def test_the_prompt_lists_tools_before_the_per_turn_system_text_and_merges_tool_
     assert '<tool_call>\n{"name": "sensors-get_sensor_trend", "arguments": {"pump_id": "PUMP-007"' in prompt
     assert (
         '<|im_start|>user\n<tool_response>\n{"slope": 1}\n</tool_response>\n'
-        '<tool_response>\n{"slope": 2}\n</tool_response><|im_end|>' in prompt
+        '<tool_response>\n{"slope": 2}\n</tool_response>\n' + RESULTS_NOTE + "<|im_end|>" in prompt
     )
+    assert RESULTS_NOTE.startswith("Answer the operator's question from these results")
     assert prompt.endswith("<|im_start|>assistant\n")
 
 

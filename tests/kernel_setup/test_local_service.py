@@ -180,7 +180,7 @@ class ScoringEngine(ScriptedEngine):
 async def test_native_routing_above_the_threshold_names_the_tool_greedily_in_the_call_format(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [
-            '<tool_call>\n{"name": "assets-get_pump_details"',  # the name, chosen under the name grammar
+            'assets-get_pump_details"',  # the name, chosen under the name grammar after the call's fixed opening
             '{"pump_id": "PUMP-007"}}\n</tool_call>',  # the arguments, under the routed tool's grammar
             "PUMP-007 vibrates at 9.4 mm/s.",
         ],
@@ -192,8 +192,9 @@ async def test_native_routing_above_the_threshold_names_the_tool_greedily_in_the
     name, arguments, answer = engine.requests
     conversation = engine.scored[0]
     assert conversation.endswith("<|im_start|>assistant\n") and "Routing step" not in conversation
-    assert name["prompt"] == conversation  # no routing prompt: the name is read from the conversation itself
-    assert name["grammar"].startswith('root ::= "<tool_call>\\n{\\"name\\": \\"" (')
+    # No routing prompt: the name is read from the conversation itself, after the call's fixed opening.
+    assert name["prompt"] == conversation + '<tool_call>\n{"name": "'
+    assert name["grammar"].startswith('root ::= ("assets-get_pump_details" | ')
     assert name["temperature"] == 0.0
     assert arguments["prompt"] == conversation + '<tool_call>\n{"name": "assets-get_pump_details", "arguments": '
     assert arguments["temperature"] == 0.7 and arguments["seed"] == 5
@@ -216,7 +217,7 @@ async def test_the_routing_threshold_is_a_setting(tmp_path: Path) -> None:
 
 
 async def test_a_name_outside_the_advertised_tools_falls_back_to_an_answer(tmp_path: Path) -> None:
-    engine = ScoringEngine(['<tool_call>\n{"name": "assets-get_pump_detai', "I could not pick a tool."], scores=[-0.1])
+    engine = ScoringEngine(["assets-get_pump_detai", "I could not pick a tool."], scores=[-0.1])
     result, _ = await run(tmp_path, engine, "How is PUMP-007?")
     assert result.tool_calls == [] and result.answer == "I could not pick a tool."
 
