@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kernel_setup.audit import AuditOutcome
 from storage.errors import PumpOpsError
 
 __all__ = ["ArgumentConstraint", "Category", "EvalQuestionsError", "ExpectedCall", "GoldenItem", "load_questions"]
@@ -54,7 +55,7 @@ class ExpectedCall(_Strict):
 
     name: list[str] = Field(min_length=1)
     arguments: dict[str, Any | ArgumentConstraint] = Field(default_factory=dict)
-    status: str | None = None
+    status: AuditOutcome | None = None  # how the call must end, e.g. pending_approval (not an argument)
 
     @field_validator("arguments", mode="before")
     @classmethod

@@ -191,3 +191,18 @@ def test_the_throwaway_settings_keep_the_base_folder_and_fix_the_database(settin
     assert clone.database_path == tmp_path / "q.db" and clone.base_dir == settings.base_dir
     assert clone.chat.provider == ChatProvider.LOCAL and clone.ollama.temperature == 0.7
     assert settings.database_path != clone.database_path
+
+
+def test_a_call_status_that_is_not_an_outcome_is_refused(tmp_path: Path) -> None:
+    # An argument written one level too high ({"name": ..., "status": "offline"}) once passed validation
+    # and failed every trial that called the tool correctly.
+    path = tmp_path / "q.json"
+    item = {
+        "id": "x",
+        "category": "single_tool",
+        "question": "Offline?",
+        "calls": [{"name": ["a-b"], "status": "offline"}],
+    }
+    path.write_text(json.dumps({"version": 1, "items": [item]}))
+    with pytest.raises(EvalQuestionsError, match="pending_approval"):
+        load_questions(path)
