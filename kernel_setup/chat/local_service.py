@@ -6,7 +6,7 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    model opens its turn like a call (first token starting with ``<``, ``{`` or a fence) against
    ``tool_start_threshold``; above it the tool name is chosen greedily in the ``<tool_call>`` format.
    Engines without that score fall back to a routing prompt (``no_tool`` or a tool name).
-2. **Call.** Generation constrained by a grammar built from the routed tool's schema: one or two
+2. **Call.** Greedy generation constrained by a grammar built from the routed tool's schema: one or two
    ``<tool_call>`` blocks with schema-valid arguments. The calls come back as
    `FunctionCallContent` items; the runner executes them.
 3. **Answer.** Free generation, streamed token by token. Tool results are read as compact text
@@ -374,7 +374,10 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     call_prompt = prompt + head
                     grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice.strip())
             if call_prompt is not None:
-                text = head + await self._text(call_prompt, grammar, settings.max_call_tokens, settings, usage)
+                # Calls are decoded greedily: sampling only added calls nobody asked for (a second, unrelated
+                # one) and varied arguments; the answer samples at the configured temperature.
+                greedy_call = settings.model_copy(update={"temperature": 0.0})
+                text = head + await self._text(call_prompt, grammar, settings.max_call_tokens, greedy_call, usage)
                 calls = parse_tool_calls(text, tools)
                 if calls:
                     items = [

@@ -94,9 +94,10 @@ async def test_a_routed_call_runs_the_tool_and_the_answer_streams_with_its_value
     assert result.usage.model_calls == 2 and result.usage.prompt_tokens > 0 and not result.usage.estimated
     route, arguments, answer = engine.requests
     assert route["grammar"].startswith('root ::= "no_tool" | "assets-get_pump_details"')
-    assert route["temperature"] == 0.0  # routing is greedy; the rest samples at the configured temperature
+    assert route["temperature"] == 0.0  # routing and calls are greedy; the answer samples at the temperature
     assert arguments["prompt"].endswith('<tool_call>\n{"name": "assets-get_pump_details", "arguments": ')
-    assert arguments["seed"] == 3 and arguments["temperature"] == 0.7
+    assert arguments["temperature"] == 0.0
+    assert answer["seed"] == 3 and answer["temperature"] == 0.7
     assert "<tool_response>" in answer["prompt"] and "pump_id: PUMP-007" in answer["prompt"]  # compact result
     assert answer["grammar"].startswith("root ::= [^{<`") and answer["grammar_tokens"] == 1  # the opening only
     assert arguments["grammar_tokens"] is None  # a call is constrained to its end
@@ -197,7 +198,8 @@ async def test_native_routing_above_the_threshold_names_the_tool_greedily_in_the
     assert name["grammar"].startswith('root ::= ("assets-get_pump_details" | ')
     assert name["temperature"] == 0.0
     assert arguments["prompt"] == conversation + '<tool_call>\n{"name": "assets-get_pump_details", "arguments": '
-    assert arguments["temperature"] == 0.7 and arguments["seed"] == 5
+    assert arguments["temperature"] == 0.0
+    assert answer["temperature"] == 0.7 and answer["seed"] == 5
     assert "<tool_response>" in answer["prompt"]
     assert len(engine.scored) == 1  # after the tool results the model answers; no second routing decision
     assert threading.get_ident() not in engine.threads
