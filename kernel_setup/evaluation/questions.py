@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, date, datetime, timedelta
 from enum import Enum
 from importlib import resources
 from pathlib import Path
@@ -14,6 +16,9 @@ from kernel_setup.audit import AuditOutcome
 from storage.errors import PumpOpsError
 
 __all__ = ["ArgumentConstraint", "Category", "EvalQuestionsError", "ExpectedCall", "GoldenItem", "load_questions"]
+
+
+_TODAY_PLUS = re.compile(r"\{today\+(\d{1,3})(?:\.\.(\d{1,3}))?\}")
 
 
 class EvalQuestionsError(PumpOpsError):
@@ -94,10 +99,15 @@ class _QuestionSet(_Strict):
     items: list[GoldenItem]
 
 
-def load_questions(path: Path | None = None, *, tool_names: set[str] | None = None) -> list[GoldenItem]:
+def load_questions(
+    path: Path | None = None, *, tool_names: set[str] | None = None, today: date | None = None
+) -> list[GoldenItem]:
     """Load and validate the question set (the packaged one unless ``path`` is given).
 
-    With ``tool_names``, every tool an item names must be one of them.
+    With ``tool_names``, every tool an item names must be one of them. A fact ``{today+N}`` or
+    ``{today+N..M}`` stands for those dates counted from ``today`` (default: today in UTC), written
+    as ``2026-12-19``, ``19 December`` or ``December 19``: the sample fleet's readings end at the
+    current hour, so a projected date moves with the day the evaluation runs.
 
     Raises:
         EvalQuestionsError: unreadable, invalid, duplicate ids, or unknown tool names.
@@ -110,14 +120,32 @@ def load_questions(path: Path | None = None, *, tool_names: set[str] | None = No
         data = _QuestionSet.model_validate(json.loads(text))
     except (OSError, ValueError, ValidationError) as exc:
         raise EvalQuestionsError(f"Invalid question set: {exc}") from exc
-    ids = [item.id for item in data.items]
+    day = today or datetime.now(UTC).date()
+    items = [item.model_copy(update={"facts": [_dated(fact, day) for fact in item.facts]}) for item in data.items]
+    ids = [item.id for item in items]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise EvalQuestionsError(f"Duplicate question ids: {', '.join(duplicates)}.")
     if tool_names is not None:
-        for item in data.items:
+        for item in items:
             named = {n for c in item.calls for n in c.name} | set(item.also_allowed)
             unknown = named - tool_names
             if unknown:
                 raise EvalQuestionsError(f"{item.id} names unknown tools: {', '.join(sorted(unknown))}.")
-    return data.items
+    return items
+
+
+def _dated(fact: str | list[str], today: date) -> str | list[str]:
+    """``fact`` with each ``{today+N..M}`` option replaced by the ways an answer may write those dates."""
+    options = [fact] if isinstance(fact, str) else fact
+    out: list[str] = []
+    for option in options:
+        match = _TODAY_PLUS.fullmatch(option)
+        if match is None:
+            out.append(option)
+            continue
+        first = int(match.group(1))
+        for offset in range(first, int(match.group(2) or first) + 1):
+            day = today + timedelta(days=offset)
+            out += [day.isoformat(), f"{day.day} {day:%B}", f"{day:%B} {day.day}"]
+    return out[0] if isinstance(fact, str) and len(out) == 1 else out

@@ -1,6 +1,7 @@
 """The evaluation harness without a model: the question set loads and validates; the scorer over recorded turns."""
 
 import json
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -206,3 +207,18 @@ def test_a_call_status_that_is_not_an_outcome_is_refused(tmp_path: Path) -> None
     path.write_text(json.dumps({"version": 1, "items": [item]}))
     with pytest.raises(EvalQuestionsError, match="pending_approval"):
         load_questions(path)
+
+
+def test_a_date_counted_from_today_matches_every_way_of_writing_it(tmp_path: Path) -> None:
+    # The sample fleet ends at the current hour, so a projected crossing date moves with the day of the run.
+    path = tmp_path / "q.json"
+    item = {"id": "t", "category": "single_tool", "question": "Worse?", "calls": [{"name": ["a-b"]}]}
+    item["facts"] = [["{today+16..17}", "16 days"], "PUMP-007"]
+    path.write_text(json.dumps({"version": 1, "items": [item]}))
+    (loaded,) = load_questions(path, today=date(2026, 12, 3))
+    assert loaded.facts == [
+        ["2026-12-19", "19 December", "December 19", "2026-12-20", "20 December", "December 20", "16 days"],
+        "PUMP-007",
+    ]
+    trend = next(i for i in load_questions(today=date(2027, 1, 30)) if i.id == "single-trend-007-temp")
+    assert "2027-02-15" in trend.facts[0]
