@@ -2,10 +2,10 @@
 
 Baseline: llama.cpp's raw prompt-reading and generation rates (tokens/s) for the installed GGUF,
 measured in this run on a fixed text. Turns: warm two-round turns (route, call, tool, answer)
-through the real runner, filters and audit, each reported with its prompt and completion tokens and
-with what those tokens alone would take at the baseline rates; the ratio is the runner's and the
-routing's cost above bare inference. Target (issue #7): a warm two-round turn <= 10 s median on
-2 cores; the baseline rates say how fast the machine was, so runs on different days compare.
+through the real runner, filters and audit, each with its time, tool calls and token counts, and
+the median; last, what 500 prompt tokens and 100 answer tokens take at the baseline rates. Target
+(issue #7): a warm two-round turn <= 10 s median on 2 cores; the baseline rates say how fast the
+machine was, so runs on different days compare.
 
 Needs the ``local`` extra and the model (``pumpops model install``); otherwise it says so and exits 0.
 

@@ -1,7 +1,7 @@
 """Tool results as compact text for a small local model: the same values in fewer prompt tokens.
 
-On two CPU cores the local model reads about 70 prompt tokens a second, so reading a tool result
-is most of a turn's time. JSON spends tokens on quotes, braces and keys repeated in every list
+On two CPU cores the local model reads only some tens of prompt tokens a second, so reading a tool
+result is most of a turn's time. JSON spends tokens on quotes, braces and keys repeated in every list
 item; this rendering keeps every key and value but writes objects as ``key: value`` lines and
 lists of flat objects as one header row and one row per item::
 
@@ -41,7 +41,7 @@ def compact_json(text: str) -> str:
 
 def _scalar(value: Any) -> str:
     if isinstance(value, str):
-        # One line per value; a table cell must not contain its separator.
+        # One line per value (whitespace runs folded); an empty string stays visible as "".
         return " ".join(value.split()) if value.strip() else json.dumps(value)
     return json.dumps(value, ensure_ascii=False)
 

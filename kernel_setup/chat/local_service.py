@@ -346,38 +346,32 @@ class LocalChatCompletion(ChatCompletionClientBase):
             grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS)
             head = ""
             scorer = getattr(self._engine, "tool_start_logprob", None)
-            if settings.routing and scorer is not None:
-                # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
-                start = await asyncio.to_thread(scorer, prompt)
-                usage.completion += 1
+            # Routing and calls are decoded greedily: sampling only added calls nobody asked for (a second,
+            # unrelated one) and varied arguments; the answer samples at the configured temperature.
+            greedy = settings.model_copy(update={"temperature": 0.0})
+            if settings.routing:
                 call_prompt = None
-                if start >= settings.tool_start_threshold:
-                    # The call's fixed opening goes in the prompt (read in one batch); only the name is generated.
-                    greedy = settings.model_copy(update={"temperature": 0.0})
-                    named = await self._text(
-                        prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage
-                    )
-                    choice = named.rstrip('"')
-                    if choice in names:
-                        head = call_prefix(choice)
-                        call_prompt = prompt + head
-                        grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice)
-            elif settings.routing:
-                route = routing_prompt(prompt, tools, _last_user_text(chat_history))
-                choice = await self._text(
-                    route, route_grammar(names), ROUTE_TOKENS, settings.model_copy(update={"temperature": 0.0}), usage
-                )
-                usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, route) - usage.prompt)
-                call_prompt = None
-                if choice.strip() in names:
-                    head = call_prefix(choice.strip())
+                choice = ""
+                if scorer is not None:
+                    # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
+                    start = await asyncio.to_thread(scorer, prompt)
+                    usage.completion += 1
+                    if start >= settings.tool_start_threshold:
+                        # The call's fixed opening goes in the prompt (read in one batch); only the name is generated.
+                        named = await self._text(
+                            prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage
+                        )
+                        choice = named.rstrip('"')
+                else:
+                    route = routing_prompt(prompt, tools, _last_user_text(chat_history))
+                    choice = (await self._text(route, route_grammar(names), ROUTE_TOKENS, greedy, usage)).strip()
+                    usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, route) - usage.prompt)
+                if choice in names:
+                    head = call_prefix(choice)
                     call_prompt = prompt + head
-                    grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice.strip())
+                    grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice)
             if call_prompt is not None:
-                # Calls are decoded greedily: sampling only added calls nobody asked for (a second, unrelated
-                # one) and varied arguments; the answer samples at the configured temperature.
-                greedy_call = settings.model_copy(update={"temperature": 0.0})
-                text = head + await self._text(call_prompt, grammar, settings.max_call_tokens, greedy_call, usage)
+                text = head + await self._text(call_prompt, grammar, settings.max_call_tokens, greedy, usage)
                 calls = parse_tool_calls(text, tools)
                 if calls:
                     items = [
