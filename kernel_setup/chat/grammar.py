@@ -11,7 +11,11 @@ Shapes (whitespace fixed to what Qwen2.5 writes, so constrained output stays in 
 - `tool_calls_grammar`: one to ``max_calls`` ``<tool_call>`` blocks separated by newlines, each
   ``{"name": "<tool>", "arguments": {...}}`` where the name is one of the advertised tools and the
   arguments follow that tool's schema: required keys present, optional keys in schema order, enums
-  closed, types exact; with ``first``, the routed tool's call is already open in the prompt;
+  closed, types exact; with ``first``, the routed tool's call is already open in the prompt; with
+  ``said`` (`Mentions` of the conversation), an optional enum argument can only take a value the
+  conversation mentions and cannot be written when it mentions none (a small model otherwise fills
+  filters nobody asked for); other optional values are checked after decoding
+  (`Mentions.grounded`), since forcing a free string to a mentioned word distorts it;
 - `answer_grammar`: free text that does not open like a call printed as text.
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from storage.errors import PumpOpsError
@@ -29,6 +34,7 @@ __all__ = [
     "DECISION_CALL",
     "NAME_OPENING",
     "GrammarError",
+    "Mentions",
     "answer_grammar",
     "call_prefix",
     "decision_grammar",
@@ -67,6 +73,54 @@ class GrammarError(PumpOpsError):
     """A tool schema uses a JSON-schema feature the grammar builder does not support."""
 
 
+_NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?![\w-])")
+
+
+@dataclass(frozen=True)
+class Mentions:
+    """What the operator and the assistant have said in a conversation: the values optional arguments may take.
+
+    A value counts as mentioned when it appears as a whole word or phrase, case-insensitive, ``_``
+    and ``-`` read as spaces (``in_progress`` matches "in progress", ``PUMP-007`` "pump 007"); a
+    number when it stands alone in the text (not the ``007`` of ``PUMP-007``).
+    """
+
+    text: str
+    numbers: frozenset[float]
+
+    @classmethod
+    def of(cls, text: str) -> Mentions:
+        """The mentions in ``text``."""
+        return cls(text=_spaced(text), numbers=frozenset(float(n) for n in _NUMBER.findall(text)))
+
+    def mentions(self, value: Any) -> bool:
+        """Whether ``value`` (a string or a number; never a boolean) was mentioned."""
+        if isinstance(value, bool):
+            return False
+        if isinstance(value, int | float):
+            return float(value) in self.numbers
+        needle = _spaced(str(value))
+        return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", self.text) is not None
+
+    def enum_values(self, schema: Mapping[str, Any]) -> list[Any] | None:
+        """The mentioned values of an enum schema; None when ``schema`` is not an enum."""
+        enum = schema.get("enum")
+        return None if enum is None else [v for v in enum if self.mentions(v)]
+
+    def grounded(self, arguments: Mapping[str, Any], parameters: Mapping[str, Any]) -> dict[str, Any]:
+        """``arguments`` without the optional ones whose value was never mentioned (booleans are kept)."""
+        required = set(parameters.get("required") or [])
+        return {
+            key: value
+            for key, value in arguments.items()
+            if key in required or isinstance(value, bool) or self.mentions(value)
+        }
+
+
+def _spaced(text: str) -> str:
+    return " ".join(re.sub(r"[_-]", " ", text.lower()).split())
+
+
 def _literal(text: str) -> str:
     """A GBNF string literal matching ``text`` exactly."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
@@ -93,7 +147,9 @@ def _value_rule(schema: Mapping[str, Any], where: str) -> str:
     )
 
 
-def _object_rules(prefix: str, parameters: Mapping[str, Any], where: str) -> dict[str, str]:
+def _object_rules(
+    prefix: str, parameters: Mapping[str, Any], where: str, said: Mentions | None = None
+) -> dict[str, str]:
     """Rules for an arguments object; the entry rule is ``<prefix>-args``."""
     if parameters.get("type", "object") != "object":
         raise GrammarError(f"{where}: parameters must be an object schema.")
@@ -102,13 +158,20 @@ def _object_rules(prefix: str, parameters: Mapping[str, Any], where: str) -> dic
     unknown = required - set(properties)
     if unknown:
         raise GrammarError(f"{where}: required keys {sorted(unknown)} are not among the properties.")
-    names = list(properties)
+    names: list[str] = []
     rules: dict[str, str] = {}
     kv: list[str] = []
-    for index, name in enumerate(names):
-        rule = f"{prefix}-kv{index}"
-        rules[rule] = f"{_literal(json.dumps(name) + ': ')} {_value_rule(properties[name], f'{where}.{name}')}"
+    for name in properties:
+        value = _value_rule(properties[name], f"{where}.{name}")  # validates even a property left out below
+        allowed = said.enum_values(properties[name]) if said is not None and name not in required else None
+        if allowed is not None:
+            if not allowed:
+                continue  # an optional argument nothing in the conversation mentions is not written
+            value = "(" + " | ".join(_literal(json.dumps(v, ensure_ascii=False)) for v in allowed) + ")"
+        rule = f"{prefix}-kv{len(names)}"
+        rules[rule] = f"{_literal(json.dumps(name) + ': ')} {value}"
         kv.append(rule)
+        names.append(name)
     entry = f"{prefix}-args"
     if not names:
         rules[entry] = '"{}"'
@@ -132,7 +195,9 @@ def _object_rules(prefix: str, parameters: Mapping[str, Any], where: str) -> dic
     return rules
 
 
-def tool_calls_grammar(tools: Sequence[Mapping[str, Any]], *, max_calls: int = 4, first: str | None = None) -> str:
+def tool_calls_grammar(
+    tools: Sequence[Mapping[str, Any]], *, max_calls: int = 4, first: str | None = None, said: Mentions | None = None
+) -> str:
     """A grammar for one to ``max_calls`` tool calls of the advertised ``tools`` in Qwen2.5's format.
 
     Args:
@@ -140,6 +205,7 @@ def tool_calls_grammar(tools: Sequence[Mapping[str, Any]], *, max_calls: int = 4
         max_calls: the most calls one model turn may make (parallel calls).
         first: the tool already chosen by the routing step; the prompt then ends with
             `call_prefix(first)` and the grammar starts inside that call's arguments.
+        said: what the conversation mentions; optional enum arguments are then limited to those values.
 
     Raises:
         GrammarError: no tools, or a schema outside the supported subset.
@@ -157,7 +223,7 @@ def tool_calls_grammar(tools: Sequence[Mapping[str, Any]], *, max_calls: int = 4
         if not isinstance(name, str) or not name:
             raise GrammarError(f"Tool {index} has no name.")
         prefix = f"f{index}-{_rule_name(name)}"
-        rules.update(_object_rules(prefix, function.get("parameters") or {}, name))
+        rules.update(_object_rules(prefix, function.get("parameters") or {}, name, said))
         head = _literal(f'{{"name": {json.dumps(name)}, "arguments": ')
         rules[prefix] = f'{head} {prefix}-args "}}"'
         alternatives.append(prefix)

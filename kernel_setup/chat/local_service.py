@@ -50,6 +50,7 @@ from kernel_setup.agent.shaping import fence, unfence
 from kernel_setup.chat.compact import compact_json
 from kernel_setup.chat.grammar import (
     NAME_OPENING,
+    Mentions,
     answer_grammar,
     call_prefix,
     route_grammar,
@@ -121,6 +122,9 @@ def llama_available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
+_GRAMMAR_CACHE = 16
+
+
 class LlamaEngine:
     """`CompletionEngine` over ``llama_cpp.Llama``; the model loads on first use, in the calling (worker) thread."""
 
@@ -151,12 +155,14 @@ class LlamaEngine:
         return self._llama
 
     def _grammar(self, text: str) -> Any:
-        grammar = self._grammars.get(text)
+        grammar = self._grammars.pop(text, None)
         if grammar is None:
             import llama_cpp
 
             grammar = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
-            self._grammars[text] = grammar
+            while len(self._grammars) >= _GRAMMAR_CACHE:  # call grammars vary per conversation: keep the latest
+                del self._grammars[next(iter(self._grammars))]
+        self._grammars[text] = grammar  # most recently used last
         return grammar
 
     def count_tokens(self, text: str) -> int:
@@ -343,7 +349,8 @@ class LocalChatCompletion(ChatCompletionClientBase):
         if tools and (last_role == AuthorRole.USER or after_results):
             names = [str(t["function"]["name"]) for t in tools]
             call_prompt: str | None = prompt
-            grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS)
+            said = Mentions.of(_conversation_text(chat_history))
+            grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, said=said)
             head = ""
             scorer = getattr(self._engine, "tool_start_logprob", None)
             # Routing and calls are decoded greedily: sampling only added calls nobody asked for (a second,
@@ -369,10 +376,10 @@ class LocalChatCompletion(ChatCompletionClientBase):
                 if choice in names:
                     head = call_prefix(choice)
                     call_prompt = prompt + head
-                    grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice)
+                    grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice, said=said)
             if call_prompt is not None:
                 text = head + await self._text(call_prompt, grammar, settings.max_call_tokens, greedy, usage)
-                calls = parse_tool_calls(text, tools)
+                calls = parse_tool_calls(text, tools, said)
                 if calls:
                     items = [
                         FunctionCallContent(
@@ -514,6 +521,12 @@ def compact_result(text: str) -> str:
         return compact_json(text)
     marker, data = fenced
     return fence(compact_json(data), marker)
+
+
+def _conversation_text(chat_history: ChatHistory) -> str:
+    """What the operator and the assistant said (not the system prompt, not tool results): what arguments may cite."""
+    spoken = (AuthorRole.USER, AuthorRole.ASSISTANT)
+    return "\n".join(m.content or "" for m in chat_history.messages if m.role in spoken and m.content)
 
 
 def _last_user_text(chat_history: ChatHistory) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kernel_setup.chat.grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, validate_arguments
+from kernel_setup.chat.grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, Mentions, validate_arguments
 
 __all__ = [
     "STOP_STRINGS",
@@ -162,11 +162,13 @@ def routing_prompt(conversation_prompt: str, tools: Sequence[Mapping[str, Any]],
     return f"{base}{IM_START}system\n{ROUTING_HEAD}{options}{quoted}Reply with the option name only.{IM_END}\n{opening}"
 
 
-def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]]) -> list[ParsedCall]:
+def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]], said: Mentions | None = None) -> list[ParsedCall]:
     """Read every complete, valid ``<tool_call>`` block from ``text``, in order, without duplicates.
 
     A block that does not parse, names an unadvertised tool, or whose arguments break the tool's
     schema is dropped (a truncated last block included); the caller decides what an empty list means.
+    With ``said``, optional arguments whose value the conversation never mentioned are left out
+    (`Mentions.grounded`): a filter nobody asked for narrows the answer silently.
     """
     schemas = {}
     for tool in tools:
@@ -191,6 +193,8 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]]) -> list[Pars
         arguments = obj.get("arguments", {})
         if validate_arguments(arguments, schemas[obj["name"]]) is not None:
             continue
+        if said is not None:
+            arguments = said.grounded(arguments, schemas[obj["name"]])
         call = ParsedCall(obj["name"], dict(arguments))
         if call not in calls:
             calls.append(call)

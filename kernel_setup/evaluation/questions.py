@@ -56,11 +56,19 @@ class ArgumentConstraint(_Strict):
 
 
 class ExpectedCall(_Strict):
-    """One call the turn must make: any of ``name``; each listed argument equal or constrained."""
+    """One call the turn must make: any of ``name``; each listed argument equal or constrained; none of ``absent``."""
 
     name: list[str] = Field(min_length=1)
     arguments: dict[str, Any | ArgumentConstraint] = Field(default_factory=dict)
+    absent: list[str] = Field(default_factory=list)  # filters the question did not ask for, e.g. ["pump_id"]
     status: AuditOutcome | None = None  # how the call must end, e.g. pending_approval (not an argument)
+
+    @model_validator(mode="after")
+    def _absent_not_expected(self) -> ExpectedCall:
+        both = set(self.absent) & set(self.arguments)
+        if both:
+            raise ValueError(f"arguments {sorted(both)} are both expected and absent")
+        return self
 
     @field_validator("arguments", mode="before")
     @classmethod

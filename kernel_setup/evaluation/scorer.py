@@ -105,6 +105,8 @@ def _matches(call: ToolCallRecord, expected: ExpectedCall, *, with_arguments: bo
         return True
     if expected.status is not None and call.status != expected.status:
         return False
+    if any(k in call.arguments for k in expected.absent):
+        return False
     return all(k in call.arguments and _satisfies(call.arguments[k], v) for k, v in expected.arguments.items())
 
 

@@ -110,6 +110,28 @@ def test_an_allowed_extra_call_is_fine_but_an_unexpected_one_is_not() -> None:
     assert not score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=extra)).tool_selection
 
 
+def test_a_filter_the_question_did_not_ask_for_fails_the_arguments() -> None:
+    # "Are there any open work orders?" answered for PUMP-007 only once passed: the scorer checked listed keys only.
+    item = GoldenItem.model_validate(
+        {
+            "id": "wo-open",
+            "category": "single_tool",
+            "question": "Are there any open work orders?",
+            "calls": [
+                {"name": ["work_orders-list_work_orders"], "arguments": {"status": "open"}, "absent": ["pump_id"]}
+            ],
+        }
+    )
+    narrowed = turn("None.", ("work_orders-list_work_orders", {"status": "open", "pump_id": "PUMP-007"}, "ok"))
+    assert score_trial(item, Transcript(item_id="wo-open", trial=0, result=narrowed)).arguments is False
+    plain = turn("None.", ("work_orders-list_work_orders", {"status": "open"}, "ok"))
+    assert score_trial(item, Transcript(item_id="wo-open", trial=0, result=plain)).passed
+    with pytest.raises(ValueError, match="both expected and absent"):
+        GoldenItem.model_validate(
+            {**item.model_dump(), "calls": [{"name": ["a-b"], "arguments": {"x": 1}, "absent": ["x"]}]}
+        )
+
+
 def test_small_talk_must_call_no_tool() -> None:
     assert score_trial(SMALL_TALK, Transcript(item_id="hi", trial=0, result=turn("Hello!"))).irrelevance is True
     called = score_trial(

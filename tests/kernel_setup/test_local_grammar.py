@@ -1,12 +1,14 @@
 """Grammar construction and output parsing for the local model's constrained tool calls (no model needed)."""
 
 import json
+from typing import Any
 
 import pytest
 
 from kernel_setup import Settings, open_app
 from kernel_setup.chat.grammar import (
     GrammarError,
+    Mentions,
     answer_grammar,
     call_prefix,
     route_grammar,
@@ -186,3 +188,68 @@ def test_the_routing_prompt_shares_the_conversation_prefix_and_lists_when_to_use
     assert "- sensors-get_sensor_trend: Use it for 'is it getting worse?'." in route
     assert 'last message: "hi"' in route and route.endswith("<|im_start|>assistant\n")
     assert when_to_use(SUMMARY) == "Fleet."
+
+
+WORK_ORDERS = {
+    "type": "function",
+    "function": {
+        "name": "work_orders-list_work_orders",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "pump_id": {"type": "string"},
+                "status": {"type": "string", "enum": ["open", "in_progress", "closed"]},
+                "limit": {"type": "integer"},
+            },
+            "required": [],
+        },
+    },
+}
+
+
+def test_mentions_match_whole_words_and_standalone_numbers() -> None:
+    said = Mentions.of("Has the flow of pump-006 dropped in the last 30 days? Anything in progress?")
+    assert said.mentions("PUMP-006") and said.mentions("in_progress") and said.mentions(30)
+    assert not said.mentions("low")  # inside "flow"
+    assert not said.mentions(6) and not said.mentions(True)  # the 006 of an id is not a number; booleans never
+    assert said.enum_values({"type": "string", "enum": ["open", "in_progress"]}) == ["in_progress"]
+    assert said.enum_values({"type": "string"}) is None
+
+
+def test_grounding_drops_only_optional_values_nobody_mentioned() -> None:
+    said = Mentions.of("Are there any open work orders?")
+    parameters = {**WORK_ORDERS["function"]["parameters"], "required": ["limit"]}
+    arguments = {"pump_id": "PUMP-007", "status": "open", "limit": 5}
+    assert said.grounded(arguments, parameters) == {"status": "open", "limit": 5}  # required: kept as written
+    assert said.grounded({"active_only": True}, {"properties": {"active_only": {"type": "boolean"}}}) == {
+        "active_only": True
+    }
+
+
+def test_with_mentions_an_optional_enum_offers_only_mentioned_values_or_disappears() -> None:
+    def rules(text: str, tool: dict[str, Any]) -> dict[str, str]:
+        grammar = tool_calls_grammar([tool], said=Mentions.of(text))
+        return dict(line.split(" ::= ", 1) for line in grammar.strip().splitlines())
+
+    opened = rules("Any open work orders?", WORK_ORDERS)
+    assert opened["f0-work-orders-list-work-orders-kv1"] == '"\\"status\\": " ("\\"open\\"")'
+    nothing = rules("Any work orders?", WORK_ORDERS)
+    assert "status" not in "".join(nothing.values())  # no status mentioned: the key cannot be written
+    assert "pump_id" in "".join(nothing.values())  # free strings are checked after decoding, not forced
+    # A required enum is never narrowed: the call must still name a sensor.
+    required = rules("Is it getting worse?", TREND)
+    assert '("\\"vibration\\"" | "\\"flow\\"")' in required["f0-sensors-get-sensor-trend-kv1"]
+
+
+def test_parsing_with_mentions_leaves_out_filters_nobody_asked_for() -> None:
+    text = (
+        '<tool_call>\n{"name": "work_orders-list_work_orders", "arguments": '
+        '{"pump_id": "PUMP-007", "status": "open"}}\n</tool_call>'
+    )
+    assert [c.arguments for c in parse_tool_calls(text, [WORK_ORDERS])] == [{"pump_id": "PUMP-007", "status": "open"}]
+    said = Mentions.of("Are there any open work orders?")
+    assert [c.arguments for c in parse_tool_calls(text, [WORK_ORDERS], said)] == [{"status": "open"}]
+    said = Mentions.of("Open work orders for PUMP-007?")
+    assert [c.arguments for c in parse_tool_calls(text, [WORK_ORDERS], said)] == [
+        {"pump_id": "PUMP-007", "status": "open"}
+    ]

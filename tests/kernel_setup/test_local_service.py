@@ -205,6 +205,21 @@ async def test_native_routing_above_the_threshold_names_the_tool_greedily_in_the
     assert threading.get_ident() not in engine.threads
 
 
+async def test_a_call_keeps_only_the_filters_the_operator_mentioned(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            'work_orders-list_work_orders"',
+            '{"pump_id": "PUMP-007", "status": "open"}}\n</tool_call>',  # pump id from a description's example
+            "There are no open work orders.",
+        ],
+        scores=[-0.4],
+    )
+    result, _ = await run(tmp_path, engine, "Are there any open work orders?")
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("work_orders-list_work_orders", {"status": "open"})]
+    arguments = engine.requests[1]["grammar"]
+    assert '"\\"status\\": " ("\\"open\\"")' in arguments  # only the mentioned status can be written
+
+
 async def test_native_routing_below_the_threshold_answers_without_any_tool_request(tmp_path: Path) -> None:
     engine = ScoringEngine([["Good morning! ", "Ask me about any pump."]], scores=[-4.2])
     result, _ = await run(tmp_path, engine, "Good morning!")
