@@ -64,11 +64,17 @@ def eval_command(
             f"[dim]{item.id} #{transcript.trial}: {calls} ({transcript.latency_s:.1f} s)[/]", highlight=False
         )
 
-    chosen, transcripts = run(
+    done = run(
         cli, run_eval(settings, items, k=k, temperature=temp, provider=provider, base_seed=seed, on_trial=progress)
     )
     report = score_report(
-        items, transcripts, k=k, provider=chosen.value, temperature=temp, seeds=[seed + t for t in range(k)]
+        items,
+        done.transcripts,
+        k=k,
+        provider=done.provider.value,
+        temperature=temp,
+        seeds=[seed + t for t in range(k)],
+        warmup_s=done.warmup_s,
     )
     if as_json:
         print_json(cli, report.model_dump(mode="json"))
@@ -125,6 +131,8 @@ def _table(cli: CliState, report: EvalReport) -> None:
             style="bold" if c.category == "overall" else None,
         )
     cli.console.print(table)
+    if report.warmup_s is not None:
+        cli.console.print(f"[dim]cold start (unscored warm-up turn, not in the latencies): {report.warmup_s:.1f} s[/]")
     failed = [t for t in report.trials if not t.passed]
     for trial in failed[:20]:
         cli.console.print(

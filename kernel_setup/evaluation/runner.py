@@ -4,7 +4,9 @@ A template database with the sample fleet is built once in a temporary folder; e
 runs on a fresh copy of it (so writes parked during the evaluation pollute nothing, and the facts
 the items expect are those of the sample fleet). The manuals index is the configured one, read
 only. The chat service is created once per run, so the local model loads once; trial ``t`` samples
-with seed ``base_seed + t`` at the given temperature.
+with seed ``base_seed + t`` at the given temperature. Latencies are of warm turns: one unscored
+greeting runs first (the model loads; the local model reads the system prompt and tool list, which
+it then keeps cached), and its time is reported apart as the cold start.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
@@ -29,9 +32,20 @@ from kernel_setup.evaluation.scorer import Transcript
 from kernel_setup.settings import ChatProvider, DatabaseSettings, Settings
 from storage.errors import PumpOpsError
 
-__all__ = ["run_eval", "throwaway_settings"]
+__all__ = ["EvalRun", "run_eval", "throwaway_settings"]
 
 OnTrial = Callable[[GoldenItem, Transcript], None]
+
+WARMUP_QUESTION = "Hello."
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """What `run_eval` produced: the provider used, every trial's transcript, and the cold start's seconds."""
+
+    provider: ChatProvider
+    transcripts: list[Transcript]
+    warmup_s: float | None
 
 
 def throwaway_settings(settings: Settings, database: Path, provider: ChatProvider, temperature: float) -> Settings:
@@ -66,8 +80,8 @@ async def run_eval(
     provider: ChatProvider | None = None,
     base_seed: int = 1,
     on_trial: OnTrial | None = None,
-) -> tuple[ChatProvider, list[Transcript]]:
-    """Run ``k`` trials of every item and return the provider used and the transcripts.
+) -> EvalRun:
+    """Run ``k`` trials of every item after one unscored warm-up turn.
 
     Raises:
         ModelUnavailableError: the chosen provider (or, for auto, any) cannot be used.
@@ -85,6 +99,7 @@ async def run_eval(
         shared: ChatCompletionClientBase | None = None
         if chosen == ChatProvider.LOCAL:
             shared = local_service(settings)
+        warmup_s = await _warm_up(settings, template, chosen, temperature, shared) if items else None
         for trial in range(k):
             seed = base_seed + trial
             for item in items:
@@ -99,7 +114,31 @@ async def run_eval(
                 await asyncio.to_thread(_remove_database, database)
                 if on_trial is not None:
                     on_trial(item, transcript)
-    return chosen, transcripts
+    return EvalRun(provider=chosen, transcripts=transcripts, warmup_s=warmup_s)
+
+
+async def _warm_up(
+    settings: Settings,
+    template: Path,
+    chosen: ChatProvider,
+    temperature: float,
+    shared: ChatCompletionClientBase | None,
+) -> float | None:
+    """One unscored turn on a copy of the template; its seconds, or None when it failed (the trials will say why)."""
+    database = template.with_name("warmup.db")
+    await asyncio.to_thread(shutil.copyfile, template, database)
+    run_settings = throwaway_settings(settings, database, chosen, temperature)
+    started = time.perf_counter()
+    try:
+        async with open_app(run_settings, load_sample=False) as app:
+            service = shared or ollama_service(run_settings.ollama, app.chat_client)
+            runner = _runner(app, service, _execution_settings(run_settings, chosen, None), chosen)
+            await runner.run(WARMUP_QUESTION, principal="eval")
+    except (ChatServiceError, PumpOpsError):
+        return None
+    finally:
+        await asyncio.to_thread(_remove_database, database)
+    return round(time.perf_counter() - started, 2)
 
 
 def _remove_database(database: Path) -> None:

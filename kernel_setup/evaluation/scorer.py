@@ -78,6 +78,7 @@ class EvalReport(BaseModel):
     k: int
     temperature: float
     seeds: list[int | None]
+    warmup_s: float | None = None  # the unscored first turn (model load, first prompt read); latencies exclude it
     categories: list[CategoryScore]
     trials: list[TrialScore]
 
@@ -223,6 +224,7 @@ def score_report(
     provider: str = "recorded",
     temperature: float = 0.0,
     seeds: Sequence[int | None] = (),
+    warmup_s: float | None = None,
 ) -> EvalReport:
     """Score every transcript and aggregate per category and overall (pure).
 
@@ -239,5 +241,11 @@ def score_report(
     if trials:
         categories.append(_aggregate(OVERALL, trials, k))
     return EvalReport(
-        provider=provider, k=k, temperature=temperature, seeds=list(seeds), categories=categories, trials=trials
+        provider=provider,
+        k=k,
+        temperature=temperature,
+        seeds=list(seeds),
+        warmup_s=warmup_s,
+        categories=categories,
+        trials=trials,
     )

@@ -244,3 +244,32 @@ def test_a_date_counted_from_today_matches_every_way_of_writing_it(tmp_path: Pat
     ]
     trend = next(i for i in load_questions(today=date(2027, 1, 30)) if i.id == "single-trend-007-temp")
     assert "2027-02-15" in trend.facts[0]
+
+
+async def test_a_run_warms_up_once_unscored_then_times_only_warm_turns(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
+
+    from kernel_setup.chat.local_service import LocalChatCompletion
+    from kernel_setup.evaluation import runner
+    from tests.kernel_setup.test_local_service import ScriptedEngine
+
+    engine = ScriptedEngine(["no_tool", "Hello! Ask me about pumps.", "no_tool", "Good morning."])
+
+    async def local(*_: Any) -> ChatProvider:
+        return ChatProvider.LOCAL
+
+    def service(*_: Any) -> ChatCompletionClientBase:
+        return LocalChatCompletion(engine)
+
+    monkeypatch.setattr(runner, "resolve_provider", local)
+    monkeypatch.setattr(runner, "local_service", service)
+    item = GoldenItem.model_validate({"id": "gm", "category": "irrelevance", "question": "Good morning!"})
+    done = await runner.run_eval(settings, [item], k=1, temperature=0.7)
+    assert done.provider == ChatProvider.LOCAL and done.warmup_s is not None and done.warmup_s >= 0
+    assert "Hello." in engine.requests[0]["prompt"] and "Good morning!" in engine.requests[2]["prompt"]
+    [transcript] = done.transcripts
+    assert transcript.result is not None and transcript.result.answer == "Good morning."
+    report = score_report([item], done.transcripts, k=1, warmup_s=done.warmup_s)
+    assert report.warmup_s == done.warmup_s and report.categories[0].irrelevance == 1.0
