@@ -3,13 +3,16 @@
 On two CPU cores the local model reads only some tens of prompt tokens a second, so reading a tool
 result is most of a turn's time. JSON spends tokens on quotes, braces and keys repeated in every list
 item; this rendering keeps every key and value but writes objects as ``key: value`` lines and
-lists of flat objects as one header row and one row per item::
+lists of flat objects as one header row and one row per item; a column with the same value in
+every row of a longer table is written once above it::
 
     pump_id: PUMP-007
     latest_readings:
+      recorded_at: 2026-12-03T08:00:00Z (every row)
       sensor_type | value | unit
       vibration | 9.4 | mm/s
       flow | 1650.0 | m³/h
+      motor_current | 52.0 | A
 
 Numbers are written exactly as JSON writes them, so an answer's numbers can still be checked
 against the tool result. Text that is not JSON (an error sentence, a truncated result) is
@@ -25,6 +28,7 @@ from typing import Any
 __all__ = ["compact_json"]
 
 _INDENT = "  "
+_HOIST_ROWS = 3
 
 
 def compact_json(text: str) -> str:
@@ -64,6 +68,14 @@ def _table_columns(items: list[Any]) -> list[str] | None:
     return columns
 
 
+def _shared_columns(items: list[Any], columns: list[str]) -> list[str]:
+    """Columns with one value in every row of a table of three rows or more, written once above it."""
+    if len(items) < _HOIST_ROWS:
+        return []
+    shared = [c for c in columns if all(c in i for i in items) and len({_scalar(i[c]) for i in items}) == 1]
+    return shared if len(shared) < len(columns) else []
+
+
 def _lines(value: Any, depth: int) -> list[str]:
     pad = _INDENT * depth
     if isinstance(value, Mapping):
@@ -83,7 +95,9 @@ def _entry(key: str, value: Any, depth: int) -> list[str]:
     if _is_scalar(value):
         return [f"{pad}{key}: {_scalar(value)}"]
     if isinstance(value, Mapping):
-        if value and all(_is_scalar(v) for v in value.values()) and len(value) <= 4:
+        if not value:
+            return [f"{pad}{key}: (none)"]
+        if all(_is_scalar(v) for v in value.values()) and len(value) <= 4:
             inline = ", ".join(f"{k}={_scalar(v)}" for k, v in value.items())
             return [f"{pad}{key}: {inline}"]
         return [f"{pad}{key}:", *_lines(value, depth + 1)]
@@ -102,8 +116,11 @@ def _list_lines(items: list[Any], depth: int) -> list[str]:
         return [f"{pad}(none)"]
     columns = _table_columns(items)
     if columns is not None:
+        shared = _shared_columns(items, columns)
+        columns = [c for c in columns if c not in shared]
         rows = [" | ".join(_scalar(item.get(c)) if c in item else "-" for c in columns) for item in items]
-        return [pad + " | ".join(columns), *(pad + row for row in rows)]
+        hoisted = [f"{pad}{c}: {_scalar(items[0][c])} (every row)" for c in shared]
+        return [*hoisted, pad + " | ".join(columns), *(pad + row for row in rows)]
     out: list[str] = []
     for item in items:
         lines = _lines(item, depth + 1)

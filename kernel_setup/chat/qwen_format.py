@@ -47,7 +47,7 @@ ANSWER_STYLE = (
 
 # After the tool results: a small model otherwise recites the whole result (reading it aloud costs
 # seconds per sentence on two cores).
-RESULTS_NOTE = "Answer the operator's question from these results in at most three short sentences; name the pump ids."
+RESULTS_NOTE = "Answer from these results in one or two sentences; name the pump ids."
 
 ROUTING_HEAD = (
     "Routing step, not shown to the operator. Choose what to do next for the operator's last message and reply "

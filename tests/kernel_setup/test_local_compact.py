@@ -92,3 +92,20 @@ def test_unfence_refuses_text_that_is_not_exactly_one_fenced_result() -> None:
     assert unfence("plain") is None
     assert unfence("<<UNTRUSTED-DATA abc>>\ndata") is None
     assert unfence("<<UNTRUSTED-DATA abc>>\ndata\n<</UNTRUSTED-DATA abd>>") is None
+
+
+def test_a_column_with_one_value_in_every_row_is_written_once_above_the_table() -> None:
+    at = "2026-12-03T08:00:00Z"
+    rows = [{"sensor_type": s, "value": v, "recorded_at": at} for s, v in [("flow", 1650.0), ("vibration", 9.4)]]
+    assert compact_json(json.dumps({"r": rows})).splitlines()[1] == "  sensor_type | value | recorded_at"  # two rows
+    rows.append({"sensor_type": "motor_current", "value": 52.0, "recorded_at": at})
+    assert compact_json(json.dumps({"r": rows})).splitlines() == [
+        "r:",
+        f"  recorded_at: {at} (every row)",
+        "  sensor_type | value",
+        "  flow | 1650.0",
+        "  vibration | 9.4",
+        "  motor_current | 52.0",
+    ]
+    same = [{"a": 1, "b": 2}] * 3  # nothing would be left of the table: kept as it is
+    assert compact_json(json.dumps(same)).splitlines()[0] == "a | b"

@@ -177,7 +177,7 @@ def test_the_prompt_lists_tools_before_the_per_turn_system_text_and_merges_tool_
         '<|im_start|>user\n<tool_response>\n{"slope": 1}\n</tool_response>\n'
         '<tool_response>\n{"slope": 2}\n</tool_response>\n' + RESULTS_NOTE + "<|im_end|>" in prompt
     )
-    assert RESULTS_NOTE.startswith("Answer the operator's question from these results") and "pump ids" in RESULTS_NOTE
+    assert RESULTS_NOTE.startswith("Answer from these results") and "pump ids" in RESULTS_NOTE
     assert prompt.endswith("<|im_start|>assistant\n")
 
 

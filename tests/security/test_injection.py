@@ -29,7 +29,7 @@ from tests.memory.support import shared_embedder
 from tests.security.injection_corpus import CORPUS, Payload
 from tests.security.support import write_state
 
-FENCE_OPEN = re.compile(r"<<UNTRUSTED-DATA ([0-9a-f]{16})>>")
+FENCE_OPEN = re.compile(r"<<UNTRUSTED-DATA ([0-9a-f]{10})>>")
 # A fence word in any case, width or spacing, once look-alikes are folded: what must not survive inside data.
 FENCE_WORD = re.compile(r"(?i)untrusted[\W_]{0,3}data")
 READS = ["assets-get_pump_details", "alarms-list_alarms", "assets-list_pumps", "work_orders-list_work_orders"]
