@@ -4,11 +4,14 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
 
 1. **Route.** Natively, from the conversation prompt itself (cached): the log-probability that the
    model opens its turn like a call (first token starting with ``<``, ``{`` or a fence) against
-   ``tool_start_threshold``; above it the tool name is chosen greedily in the ``<tool_call>`` format.
+   ``tool_start_threshold``; above it the call is written greedily in the ``<tool_call>`` format.
    Engines without that score fall back to a routing prompt (``no_tool`` or a tool name).
-2. **Call.** Greedy generation constrained by a grammar built from the routed tool's schema: one or two
-   ``<tool_call>`` blocks with schema-valid arguments. The calls come back as
-   `FunctionCallContent` items; the runner executes them.
+2. **Call.** Greedy decoding under grammars built from the tool schemas: one or two ``<tool_call>``
+   blocks naming advertised tools, with schema-valid arguments, optional filters only as the
+   conversation mentions them. The call is first written without a grammar and kept only when the
+   grammar would have allowed every token (`strict_tool_calls`: then it is exactly the constrained
+   greedy output); otherwise the name and then the arguments are decoded under their grammars.
+   The calls come back as `FunctionCallContent` items; the runner executes them.
 3. **Answer.** Free generation, streamed token by token. Tool results are read as compact text
    (`compact_result`: the same values, about a third fewer prompt tokens than JSON), because on two
    cores reading a result is most of a turn's time.
@@ -58,7 +61,15 @@ from kernel_setup.chat.grammar import (
     tool_name_grammar,
 )
 from kernel_setup.chat.ollama_service import result_text
-from kernel_setup.chat.qwen_format import STOP_STRINGS, PromptMessage, parse_tool_calls, render_prompt, routing_prompt
+from kernel_setup.chat.qwen_format import (
+    STOP_STRINGS,
+    ParsedCall,
+    PromptMessage,
+    parse_tool_calls,
+    render_prompt,
+    routing_prompt,
+    strict_tool_calls,
+)
 
 if TYPE_CHECKING:
     from semantic_kernel.connectors.ai.function_call_choice_configuration import FunctionCallChoiceConfiguration
@@ -364,7 +375,14 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     start = await asyncio.to_thread(scorer, prompt)
                     usage.completion += 1
                     if start >= settings.tool_start_threshold:
-                        # The call's fixed opening goes in the prompt (read in one batch); only the name is generated.
+                        # The call's fixed opening goes in the prompt (read in one batch). First the whole call
+                        # without a grammar, kept only if the grammar would have allowed every token of it.
+                        free = await self._text(prompt + NAME_OPENING, None, settings.max_call_tokens, greedy, usage)
+                        calls = strict_tool_calls(NAME_OPENING + free, tools, said, max_calls=MAX_PARALLEL_CALLS)
+                        if calls:
+                            yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
+                            return
+                        # Otherwise constrained: the name under a grammar of the names, then its arguments.
                         named = await self._text(
                             prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage
                         )
@@ -381,23 +399,26 @@ class LocalChatCompletion(ChatCompletionClientBase):
                 text = head + await self._text(call_prompt, grammar, settings.max_call_tokens, greedy, usage)
                 calls = parse_tool_calls(text, tools, said)
                 if calls:
-                    items = [
-                        FunctionCallContent(
-                            ai_model_id=self.ai_model_id,
-                            id=f"call_{secrets.token_hex(4)}",
-                            index=position,
-                            name=call.name,
-                            arguments=call.arguments,
-                        )
-                        for position, call in enumerate(calls)
-                    ]
-                    yield [self._chunk(items, function_invoke_attempt, usage=usage, finish="tool_calls")]
+                    yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
                     return
         answer = self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1)
         async for piece in answer:
             text_item = StreamingTextContent(choice_index=0, text=piece, ai_model_id=self.ai_model_id)
             yield [self._chunk([text_item], function_invoke_attempt)]
         yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
+
+    def _calls_chunk(self, calls: Sequence[ParsedCall], attempt: int, usage: _Usage) -> StreamingChatMessageContent:
+        items = [
+            FunctionCallContent(
+                ai_model_id=self.ai_model_id,
+                id=f"call_{secrets.token_hex(4)}",
+                index=position,
+                name=call.name,
+                arguments=call.arguments,
+            )
+            for position, call in enumerate(calls)
+        ]
+        return self._chunk(items, attempt, usage=usage, finish="tool_calls")
 
     def _chunk(
         self, items: list[Any], attempt: int, *, usage: _Usage | None = None, finish: str | None = None

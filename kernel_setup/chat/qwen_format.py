@@ -24,6 +24,7 @@ __all__ = [
     "parse_tool_calls",
     "render_prompt",
     "routing_prompt",
+    "strict_tool_calls",
 ]
 
 IM_START = "<|im_start|>"
@@ -170,10 +171,7 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]], said: Mentio
     With ``said``, optional arguments whose value the conversation never mentioned are left out
     (`Mentions.grounded`): a filter nobody asked for narrows the answer silently.
     """
-    schemas = {}
-    for tool in tools:
-        function = tool.get("function", tool)
-        schemas[function.get("name")] = function.get("parameters") or {}
+    schemas = _schemas(tools)
     calls: list[ParsedCall] = []
     position = 0
     while True:
@@ -199,3 +197,37 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]], said: Mentio
         if call not in calls:
             calls.append(call)
     return calls
+
+
+def strict_tool_calls(
+    text: str, tools: Sequence[Mapping[str, Any]], said: Mentions, *, max_calls: int
+) -> list[ParsedCall]:
+    """The calls of ``text`` when the call grammar would have allowed all of it; otherwise none.
+
+    That is: nothing but one to ``max_calls`` complete blocks (whitespace between them), every one
+    valid and distinct, and every optional enum value mentioned in the conversation. Greedy output
+    that passes is exactly what greedy decoding under the grammar gives (the grammar only removes
+    tokens, and none of the chosen ones), so the grammar's per-token cost is paid only on a retry.
+    Optional free values nobody mentioned are then left out, as by `parse_tool_calls`.
+    """
+    blocks = text.count(TOOL_CALL_OPEN)
+    outside = _BLOCK.sub("", text).strip()
+    calls = parse_tool_calls(text, tools)
+    if outside or not 0 < blocks <= max_calls or len(calls) != blocks:
+        return []
+    schemas = _schemas(tools)
+    for call in calls:
+        parameters = schemas[call.name]
+        properties: Mapping[str, Any] = parameters.get("properties") or {}
+        required = set(parameters.get("required") or [])
+        for key, value in call.arguments.items():
+            if key not in required and "enum" in properties[key] and not said.mentions(value):
+                return []
+    return [ParsedCall(c.name, said.grounded(c.arguments, schemas[c.name])) for c in calls]
+
+
+_BLOCK = re.compile(re.escape(TOOL_CALL_OPEN) + ".*?" + re.escape(TOOL_CALL_CLOSE), re.DOTALL)
+
+
+def _schemas(tools: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    return {str(_function(t).get("name")): _function(t).get("parameters") or {} for t in tools}

@@ -21,6 +21,7 @@ from kernel_setup.chat.qwen_format import (
     parse_tool_calls,
     render_prompt,
     routing_prompt,
+    strict_tool_calls,
     when_to_use,
 )
 
@@ -253,3 +254,27 @@ def test_parsing_with_mentions_leaves_out_filters_nobody_asked_for() -> None:
     assert [c.arguments for c in parse_tool_calls(text, [WORK_ORDERS], said)] == [
         {"pump_id": "PUMP-007", "status": "open"}
     ]
+
+
+def test_strict_parsing_accepts_only_what_the_call_grammar_would_have_allowed() -> None:
+    said = Mentions.of("Any open work orders for PUMP-007?")
+    block = '<tool_call>\n{{"name": "work_orders-list_work_orders", "arguments": {}}}\n</tool_call>'
+    good = block.format('{"pump_id": "PUMP-007", "status": "open"}')
+    assert [c.arguments for c in strict_tool_calls(good, [WORK_ORDERS], said, max_calls=2)] == [
+        {"pump_id": "PUMP-007", "status": "open"}
+    ]
+    two = good + "\n" + block.format("{}")
+    assert len(strict_tool_calls(two, [WORK_ORDERS], said, max_calls=2)) == 2
+    rejected = [
+        good + "\nSo there is one.",  # text after the call
+        two + "\n" + block.format('{"status": "open"}'),  # more calls than allowed
+        good + "\n" + good,  # the same call twice
+        block.format('{"status": "closed"}'),  # an enum value nobody mentioned
+        block.format('{"pump": "7"}'),  # an unknown key
+        good[:-5],  # not closed
+    ]
+    for text in rejected:
+        assert strict_tool_calls(text, [WORK_ORDERS], said, max_calls=2) == [], text
+    # A free value nobody mentioned is allowed by the grammar, then left out.
+    other = block.format('{"pump_id": "PUMP-004"}')
+    assert [c.arguments for c in strict_tool_calls(other, [WORK_ORDERS], said, max_calls=2)] == [{}]

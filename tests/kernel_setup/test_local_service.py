@@ -178,11 +178,10 @@ class ScoringEngine(ScriptedEngine):
         return self.scores.pop(0)
 
 
-async def test_native_routing_above_the_threshold_names_the_tool_greedily_in_the_call_format(tmp_path: Path) -> None:
+async def test_native_routing_above_the_threshold_writes_the_call_greedily_in_the_call_format(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [
-            'assets-get_pump_details"',  # the name, chosen under the name grammar after the call's fixed opening
-            '{"pump_id": "PUMP-007"}}\n</tool_call>',  # the arguments, under the routed tool's grammar
+            'assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}\n</tool_call>',  # no grammar needed
             "PUMP-007 vibrates at 9.4 mm/s.",
         ],
         scores=[-0.4],
@@ -190,33 +189,56 @@ async def test_native_routing_above_the_threshold_names_the_tool_greedily_in_the
     result, _ = await run(tmp_path, engine, "How is PUMP-007 doing?", temperature=0.7, seed=5)
     assert [(c.name, c.arguments) for c in result.tool_calls] == [("assets-get_pump_details", {"pump_id": "PUMP-007"})]
     assert result.answer == "PUMP-007 vibrates at 9.4 mm/s."
-    name, arguments, answer = engine.requests
+    call, answer = engine.requests
     conversation = engine.scored[0]
     assert conversation.endswith("<|im_start|>assistant\n") and "Routing step" not in conversation
-    # No routing prompt: the name is read from the conversation itself, after the call's fixed opening.
-    assert name["prompt"] == conversation + '<tool_call>\n{"name": "'
-    assert name["grammar"].startswith('root ::= ("assets-get_pump_details" | ')
-    assert name["temperature"] == 0.0
-    assert arguments["prompt"] == conversation + '<tool_call>\n{"name": "assets-get_pump_details", "arguments": '
-    assert arguments["temperature"] == 0.0
+    # No routing prompt: the call is read on from the conversation itself, after its fixed opening.
+    assert call["prompt"] == conversation + '<tool_call>\n{"name": "'
+    assert call["grammar"] is None and call["temperature"] == 0.0
     assert answer["temperature"] == 0.7 and answer["seed"] == 5
     assert "<tool_response>" in answer["prompt"]
     assert len(engine.scored) == 1  # after the tool results the model answers; no second routing decision
     assert threading.get_ident() not in engine.threads
 
 
-async def test_a_call_keeps_only_the_filters_the_operator_mentioned(tmp_path: Path) -> None:
+async def test_a_call_the_grammar_would_not_allow_is_decoded_again_under_the_grammars(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [
-            'work_orders-list_work_orders"',
-            '{"pump_id": "PUMP-007", "status": "open"}}\n</tool_call>',  # pump id from a description's example
-            "There are no open work orders.",
+            'assets-get_pump_details", "arguments": {"pump": "7"}}\n</tool_call>',  # an unknown key: not kept
+            'assets-get_pump_details"',  # the name, under the name grammar
+            '{"pump_id": "PUMP-007"}}\n</tool_call>',  # the arguments, under the routed tool's grammar
+            "PUMP-007 vibrates at 9.4 mm/s.",
         ],
         scores=[-0.4],
     )
+    result, _ = await run(tmp_path, engine, "How is PUMP-007 doing?")
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("assets-get_pump_details", {"pump_id": "PUMP-007"})]
+    free, name, arguments, _ = engine.requests
+    assert name["prompt"] == free["prompt"] and name["grammar"].startswith('root ::= ("assets-get_pump_details" | ')
+    opening = '<tool_call>\n{"name": "'
+    assert arguments["prompt"] == free["prompt"][: -len(opening)] + opening + 'assets-get_pump_details", "arguments": '
+    assert arguments["grammar"].startswith("root ::= f") and arguments["temperature"] == 0.0
+
+
+async def test_a_call_keeps_only_the_filters_the_operator_mentioned(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            # The pump id of a description's example: not mentioned, so left out; the status was asked for.
+            'work_orders-list_work_orders", "arguments": {"pump_id": "PUMP-007", "status": "open"}}\n</tool_call>',
+            "There are no open work orders.",
+            # An enum value nobody mentioned: the grammar would not have allowed it, so it is decoded again.
+            'work_orders-list_work_orders", "arguments": {"status": "closed"}}\n</tool_call>',
+            'work_orders-list_work_orders"',
+            '{"status": "open"}}\n</tool_call>',
+            "None open.",
+        ],
+        scores=[-0.4, -0.4],
+    )
     result, _ = await run(tmp_path, engine, "Are there any open work orders?")
     assert [(c.name, c.arguments) for c in result.tool_calls] == [("work_orders-list_work_orders", {"status": "open"})]
-    arguments = engine.requests[1]["grammar"]
+    result, _ = await run(tmp_path, engine, "Any open work orders?")
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("work_orders-list_work_orders", {"status": "open"})]
+    arguments = engine.requests[4]["grammar"]
     assert '"\\"status\\": " ("\\"open\\"")' in arguments  # only the mentioned status can be written
 
 
@@ -234,7 +256,7 @@ async def test_the_routing_threshold_is_a_setting(tmp_path: Path) -> None:
 
 
 async def test_a_name_outside_the_advertised_tools_falls_back_to_an_answer(tmp_path: Path) -> None:
-    engine = ScoringEngine(["assets-get_pump_detai", "I could not pick a tool."], scores=[-0.1])
+    engine = ScoringEngine(["not a call", "assets-get_pump_detai", "I could not pick a tool."], scores=[-0.1])
     result, _ = await run(tmp_path, engine, "How is PUMP-007?")
     assert result.tool_calls == [] and result.answer == "I could not pick a tool."
 
