@@ -53,6 +53,7 @@ from kernel_setup.agent.shaping import fence, unfence
 from kernel_setup.chat.compact import compact_json
 from kernel_setup.chat.grammar import (
     NAME_OPENING,
+    TOOL_CALL_CLOSE,
     Mentions,
     answer_grammar,
     call_prefix,
@@ -378,7 +379,11 @@ class LocalChatCompletion(ChatCompletionClientBase):
                         # The call's fixed opening goes in the prompt (read in one batch). First the whole call
                         # without a grammar, kept only if the grammar would have allowed every token of it.
                         free = await self._text(prompt + NAME_OPENING, None, settings.max_call_tokens, greedy, usage)
-                        calls = strict_tool_calls(NAME_OPENING + free, tools, said, max_calls=MAX_PARALLEL_CALLS)
+                        written = NAME_OPENING + free.rstrip()
+                        if not written.endswith(TOOL_CALL_CLOSE):
+                            # Its own closing tag is a special token, which reads back as no text.
+                            written += "\n" + TOOL_CALL_CLOSE
+                        calls = strict_tool_calls(written, tools, said, max_calls=MAX_PARALLEL_CALLS)
                         if calls:
                             yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
                             return

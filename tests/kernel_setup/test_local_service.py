@@ -181,7 +181,8 @@ class ScoringEngine(ScriptedEngine):
 async def test_native_routing_above_the_threshold_writes_the_call_greedily_in_the_call_format(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [
-            'assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}\n</tool_call>',  # no grammar needed
+            # No grammar needed; the closing tag is a special token that reads back as no text.
+            'assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}',
             "PUMP-007 vibrates at 9.4 mm/s.",
         ],
         scores=[-0.4],
