@@ -12,10 +12,13 @@ it then keeps cached), and its time is reported apart as the cold start.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,45 +102,49 @@ async def run_eval(
         shared: ChatCompletionClientBase | None = None
         if chosen == ChatProvider.LOCAL:
             shared = local_service(settings)
-        warmup_s = await _warm_up(settings, template, chosen, temperature, shared) if items else None
+        fresh = functools.partial(_fresh_runner, settings, template, chosen, temperature, shared)
+        warmup_s = await _warm_up(fresh) if items else None
         for trial in range(k):
             seed = base_seed + trial
             for item in items:
-                database = workdir / f"{item.id}-{trial}.db"
-                await asyncio.to_thread(shutil.copyfile, template, database)
-                run_settings = throwaway_settings(settings, database, chosen, temperature)
-                async with open_app(run_settings, load_sample=False) as app:
-                    service = shared or ollama_service(run_settings.ollama, app.chat_client)
-                    runner = _runner(app, service, _execution_settings(run_settings, chosen, seed), chosen)
+                async with fresh(f"{item.id}-{trial}.db", seed) as runner:
                     transcript = await _run_item(runner, item, trial, seed)
                 transcripts.append(transcript)
-                await asyncio.to_thread(_remove_database, database)
                 if on_trial is not None:
                     on_trial(item, transcript)
     return EvalRun(provider=chosen, transcripts=transcripts, warmup_s=warmup_s)
 
 
-async def _warm_up(
+@contextlib.asynccontextmanager
+async def _fresh_runner(
     settings: Settings,
     template: Path,
     chosen: ChatProvider,
     temperature: float,
     shared: ChatCompletionClientBase | None,
-) -> float | None:
-    """One unscored turn on a copy of the template; its seconds, or None when it failed (the trials will say why)."""
-    database = template.with_name("warmup.db")
+    name: str,
+    seed: int | None,
+) -> AsyncIterator[TurnRunner]:
+    """A runner on a fresh copy ``name`` of the template database, removed afterwards."""
+    database = template.with_name(name)
     await asyncio.to_thread(shutil.copyfile, template, database)
-    run_settings = throwaway_settings(settings, database, chosen, temperature)
-    started = time.perf_counter()
     try:
+        run_settings = throwaway_settings(settings, database, chosen, temperature)
         async with open_app(run_settings, load_sample=False) as app:
             service = shared or ollama_service(run_settings.ollama, app.chat_client)
-            runner = _runner(app, service, _execution_settings(run_settings, chosen, None), chosen)
+            yield _runner(app, service, _execution_settings(run_settings, chosen, seed), chosen)
+    finally:
+        await asyncio.to_thread(_remove_database, database)
+
+
+async def _warm_up(fresh: Callable[[str, int | None], AbstractAsyncContextManager[TurnRunner]]) -> float | None:
+    """One unscored turn; its seconds, or None when it failed (the trials will say why)."""
+    started = time.perf_counter()
+    try:
+        async with fresh("warmup.db", None) as runner:
             await runner.run(WARMUP_QUESTION, principal="eval")
     except (ChatServiceError, PumpOpsError):
         return None
-    finally:
-        await asyncio.to_thread(_remove_database, database)
     return round(time.perf_counter() - started, 2)
 
 
