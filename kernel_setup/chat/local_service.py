@@ -25,6 +25,7 @@ protocol; tests drive the service with a scripted engine.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import functools
 import json
 import secrets
@@ -62,6 +63,7 @@ from kernel_setup.chat.grammar import (
     tool_name_grammar,
 )
 from kernel_setup.chat.ollama_service import result_text
+from kernel_setup.chat.prompt_cache import PromptCache, worth_saving
 from kernel_setup.chat.qwen_format import (
     STOP_STRINGS,
     ParsedCall,
@@ -148,6 +150,9 @@ class LlamaEngine:
         self._grammars: dict[str, Any] = {}
         self._tool_start_ids: Any = None
         self._lock = threading.Lock()
+        self._cache: PromptCache | None = None
+        self._restored: list[int] = []
+        self._persisted = False
 
     def _model(self) -> Any:
         if self._llama is None:
@@ -164,7 +169,39 @@ class LlamaEngine:
                 n_batch=512,
                 verbose=False,
             )
+            self._cache = PromptCache.beside(self.path, self.context_size, llama_cpp.__version__)
+            self._restore(self._llama, self._cache)
         return self._llama
+
+    def _restore(self, llama: Any, cache: PromptCache) -> None:
+        """Load the saved prompt prefix into the fresh context (`prompt_cache`); nothing when there is none."""
+        import llama_cpp
+
+        saved = cache.load()
+        if saved is None or not saved[0] or len(saved[0]) >= self.context_size:
+            return
+        ids, kv = saved
+        buffer = (ctypes.c_uint8 * len(kv)).from_buffer_copy(kv)
+        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, buffer, len(kv), 0) == 0:
+            return  # refused by llama.cpp (another layout): the prompt is read as usual
+        llama.input_ids[: len(ids)] = ids
+        llama.n_tokens = len(ids)
+        self._restored = ids
+
+    def _persist_once(self, llama: Any, tokens: Sequence[int]) -> None:
+        """After the first prompt a process evaluates: save its state unless the restored prefix covered it."""
+        if self._persisted or self._cache is None:
+            return
+        self._persisted = True
+        if not worth_saving(self._restored, tokens):
+            return
+        import llama_cpp
+
+        context = llama._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(context, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(context, buffer, size, 0)
+        self._cache.save(llama.input_ids[: llama.n_tokens].tolist(), bytes(buffer)[:written])
 
     def _grammar(self, text: str) -> Any:
         grammar = self._grammars.pop(text, None)
@@ -208,6 +245,7 @@ class LlamaEngine:
                 cached += 1
             llama.n_tokens = min(cached, len(tokens) - 1)  # keep the shared prefix, evaluate the rest
             llama.eval(tokens[llama.n_tokens :])
+            self._persist_once(llama, tokens)
             logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
             top = logits.max()
             total = np.log(np.exp(logits - top).sum())
@@ -228,7 +266,8 @@ class LlamaEngine:
         """Stream a completion; holds the model lock until the generator is exhausted or closed."""
         with self._lock:
             llama = self._model()
-            needed = len(llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)) + max_tokens
+            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            needed = len(tokens) + max_tokens
             if needed > self.context_size:
                 raise ServiceResponseException(
                     f"The conversation needs about {needed} tokens, more than LocalModel.ContextSize "
@@ -237,14 +276,17 @@ class LlamaEngine:
             options = {"temperature": temperature, "seed": seed, "stop": list(stop)}
             if not grammar or not grammar_tokens or grammar_tokens >= max_tokens:
                 yield from self._stream(llama, prompt, max_tokens, self._grammar(grammar) if grammar else None, options)
-                return
-            # The constrained opening, then (unless it already ended) the rest without the grammar,
-            # continuing from the cached prompt plus the opening.
-            opening: list[str] = []
-            finish = yield from self._stream(llama, prompt, grammar_tokens, self._grammar(grammar), options, opening)
-            if finish == "length":
-                rest = prompt + "".join(opening)
-                yield from self._stream(llama, rest, max_tokens - grammar_tokens, None, options)
+            else:
+                # The constrained opening, then (unless it already ended) the rest without the grammar,
+                # continuing from the cached prompt plus the opening.
+                opening: list[str] = []
+                finish = yield from self._stream(
+                    llama, prompt, grammar_tokens, self._grammar(grammar), options, opening
+                )
+                if finish == "length":
+                    rest = prompt + "".join(opening)
+                    yield from self._stream(llama, rest, max_tokens - grammar_tokens, None, options)
+            self._persist_once(llama, tokens)
 
     @staticmethod
     def _stream(

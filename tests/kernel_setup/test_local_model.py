@@ -48,3 +48,22 @@ async def test_a_real_two_round_turn_calls_a_tool_and_answers_with_a_value_from_
     assert result.tool_calls and all(c.status == "ok" for c in result.tool_calls)
     assert "PUMP-006" in result.answer
     assert result.usage.model_calls >= 2
+
+
+def test_a_new_process_reuses_the_saved_prompt_prefix_and_scores_the_same(tmp_path: Path) -> None:
+    from kernel_setup.chat.local_service import LlamaEngine
+
+    model = tmp_path / MODEL.name
+    model.symlink_to(MODEL)  # the state file goes beside this link, not beside the real model
+    system = (
+        "<|im_start|>system\n" + "You are PumpOps, an operations assistant for pump stations. " * 12 + "<|im_end|>\n"
+    )
+    first = LlamaEngine(model, threads=2, context_size=2048)
+    first.tool_start_logprob(system + "<|im_start|>user\nHow is PUMP-007?<|im_end|>\n<|im_start|>assistant\n")
+    saved = tmp_path / (MODEL.name + ".prompt-cache.npz")
+    assert saved.is_file()
+    question = system + "<|im_start|>user\nWhich pumps are offline?<|im_end|>\n<|im_start|>assistant\n"
+    expected = first.tool_start_logprob(question)
+    second = LlamaEngine(model, threads=2, context_size=2048)  # as a new process would
+    assert second.count_tokens(system) > 100 and len(second._restored) > 100  # restored when the model loaded
+    assert abs(second.tool_start_logprob(question) - expected) < 1e-3
