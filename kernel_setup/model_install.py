@@ -82,6 +82,7 @@ class ModelStatus(BaseModel):
     llama_cpp_installed: bool
     usable: bool
     detail: str
+    prompt_cache_size: int | None = None  # bytes of the saved prompt prefix beside the model; None: not saved yet
 
 
 @dataclass(frozen=True)
@@ -261,6 +262,7 @@ def model_status(
 ) -> ModelStatus:
     """Whether the model at ``target`` is installed (size checked; the hash only when ``verify``)."""
     from kernel_setup.chat.local_service import llama_available
+    from kernel_setup.chat.prompt_cache import PromptCache
 
     spec = spec or ModelSpec()
     llama = llama_available()
@@ -285,6 +287,7 @@ def model_status(
         detail = "installed; llama-cpp-python is missing: pip install 'pumpops[local]'"
     else:
         detail = "ready"
+    cache = PromptCache.file_of(target)
     return ModelStatus(
         path=str(target),
         installed=installed,
@@ -294,4 +297,5 @@ def model_status(
         llama_cpp_installed=llama,
         usable=installed and llama,
         detail=detail,
+        prompt_cache_size=cache.stat().st_size if cache.is_file() else None,
     )

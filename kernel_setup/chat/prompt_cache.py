@@ -57,9 +57,14 @@ class PromptCache:
         """The cache file of ``model`` (which must exist) for this context size and llama-cpp-python ``version``."""
         stat = model.stat()
         return cls(
-            path=model.with_name(model.name + ".prompt-cache.npz"),
+            path=cls.file_of(model),
             fingerprint=f"{stat.st_size}:{stat.st_mtime_ns}:{context_size}:{version}",
         )
+
+    @staticmethod
+    def file_of(model: Path) -> Path:
+        """Where the cache of ``model`` lives: beside it."""
+        return model.with_name(model.name + ".prompt-cache.npz")
 
     def load(self) -> tuple[list[int], bytes] | None:
         """The saved token ids and KV state; None when there is no usable file."""

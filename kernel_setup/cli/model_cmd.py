@@ -79,4 +79,11 @@ def _show(cli: CliState, status: ModelStatus, as_json: bool) -> None:
     if status.sha256_verified is not None:
         cli.console.print(f"  sha256 {'verified' if status.sha256_verified else 'MISMATCH'}", highlight=False)
     cli.console.print(f"  llama-cpp-python {'installed' if status.llama_cpp_installed else 'missing'}", highlight=False)
+    if status.installed:
+        cache = (
+            f"{status.prompt_cache_size:,} bytes (the tool list is not read again at start)"
+            if status.prompt_cache_size is not None
+            else "not saved yet (the first question reads the tool list, about a minute on 2 cores)"
+        )
+        cli.console.print(f"  prompt cache {cache}", highlight=False)
     cli.console.print(f"  {escape(status.detail)}", highlight=False)

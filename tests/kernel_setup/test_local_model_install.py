@@ -95,4 +95,6 @@ def test_status_reports_absent_mismatched_and_verified_files(tmp_path: Path) -> 
     assert model_status(target, spec=SPEC).installed is False
     target.write_bytes(BLOB)
     status = model_status(target, spec=SPEC, verify=True)
-    assert status.installed and status.sha256_verified is True
+    assert status.installed and status.sha256_verified is True and status.prompt_cache_size is None
+    (tmp_path / "m.gguf.prompt-cache.npz").write_bytes(b"x" * 10)
+    assert model_status(target, spec=SPEC).prompt_cache_size == 10
