@@ -107,6 +107,15 @@ class Mentions:
         enum = schema.get("enum")
         return None if enum is None else [v for v in enum if self.mentions(v)]
 
+    def allows(self, arguments: Mapping[str, Any], parameters: Mapping[str, Any]) -> bool:
+        """Whether the call grammar built with these mentions allows ``arguments``: optional enum values mentioned."""
+        properties: Mapping[str, Any] = parameters.get("properties") or {}
+        required = set(parameters.get("required") or [])
+        return all(
+            key in required or "enum" not in properties.get(key, {}) or self.mentions(value)
+            for key, value in arguments.items()
+        )
+
     def grounded(self, arguments: Mapping[str, Any], parameters: Mapping[str, Any]) -> dict[str, Any]:
         """``arguments`` without the optional ones whose value was never mentioned (booleans are kept)."""
         required = set(parameters.get("required") or [])

@@ -63,7 +63,7 @@ from kernel_setup.chat.grammar import (
     tool_name_grammar,
 )
 from kernel_setup.chat.ollama_service import result_text
-from kernel_setup.chat.prompt_cache import PromptCache, worth_saving
+from kernel_setup.chat.prompt_cache import PromptCache, covered, worth_saving
 from kernel_setup.chat.qwen_format import (
     STOP_STRINGS,
     ParsedCall,
@@ -97,6 +97,17 @@ class CompletionEngine(Protocol):
     """The boundary to the inference library: blocking calls, run in a worker thread."""
 
     context_size: int
+
+    def _fitting_tokens(self, llama: Any, prompt: str, *, reserve: int) -> list[int]:
+        """The prompt's tokens, refused when they and ``reserve`` more exceed the context."""
+        tokens: list[int] = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        needed = len(tokens) + reserve
+        if needed > self.context_size:
+            raise ServiceResponseException(
+                f"The conversation needs about {needed} tokens, more than LocalModel.ContextSize "
+                f"({self.context_size}). Start a new session or raise LocalModel.ContextSize."
+            )
+        return tokens
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in the model's vocabulary (special tokens parsed)."""
@@ -214,6 +225,17 @@ class LlamaEngine:
         self._grammars[text] = grammar  # most recently used last
         return grammar
 
+    def _fitting_tokens(self, llama: Any, prompt: str, *, reserve: int) -> list[int]:
+        """The prompt's tokens, refused when they and ``reserve`` more exceed the context."""
+        tokens: list[int] = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        needed = len(tokens) + reserve
+        if needed > self.context_size:
+            raise ServiceResponseException(
+                f"The conversation needs about {needed} tokens, more than LocalModel.ContextSize "
+                f"({self.context_size}). Start a new session or raise LocalModel.ContextSize."
+            )
+        return tokens
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` (special tokens parsed, no BOS)."""
         with self._lock:
@@ -232,17 +254,8 @@ class LlamaEngine:
                     if piece.startswith(TOOL_START_PIECES):
                         ids.append(token)
                 self._tool_start_ids = np.array(ids)
-            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-            if len(tokens) >= self.context_size:
-                raise ServiceResponseException(
-                    f"The conversation needs about {len(tokens)} tokens, more than LocalModel.ContextSize "
-                    f"({self.context_size}). Start a new session or raise LocalModel.ContextSize."
-                )
-            cached = 0
-            for old, new in zip(llama._input_ids.tolist(), tokens, strict=False):
-                if old != new:
-                    break
-                cached += 1
+            tokens = self._fitting_tokens(llama, prompt, reserve=1)  # the next token's position too
+            cached = covered(llama._input_ids.tolist(), tokens)
             llama.n_tokens = min(cached, len(tokens) - 1)  # keep the shared prefix, evaluate the rest
             llama.eval(tokens[llama.n_tokens :])
             self._persist_once(llama, tokens)
@@ -266,13 +279,7 @@ class LlamaEngine:
         """Stream a completion; holds the model lock until the generator is exhausted or closed."""
         with self._lock:
             llama = self._model()
-            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-            needed = len(tokens) + max_tokens
-            if needed > self.context_size:
-                raise ServiceResponseException(
-                    f"The conversation needs about {needed} tokens, more than LocalModel.ContextSize "
-                    f"({self.context_size}). Start a new session or raise LocalModel.ContextSize."
-                )
+            tokens = self._fitting_tokens(llama, prompt, reserve=max_tokens)
             options = {"temperature": temperature, "seed": seed, "stop": list(stop)}
             if not grammar or not grammar_tokens or grammar_tokens >= max_tokens:
                 yield from self._stream(llama, prompt, max_tokens, self._grammar(grammar) if grammar else None, options)

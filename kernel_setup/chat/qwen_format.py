@@ -216,13 +216,8 @@ def strict_tool_calls(
     if outside or not 0 < blocks <= max_calls or len(calls) != blocks:
         return []
     schemas = _schemas(tools)
-    for call in calls:
-        parameters = schemas[call.name]
-        properties: Mapping[str, Any] = parameters.get("properties") or {}
-        required = set(parameters.get("required") or [])
-        for key, value in call.arguments.items():
-            if key not in required and "enum" in properties[key] and not said.mentions(value):
-                return []
+    if not all(said.allows(c.arguments, schemas[c.name]) for c in calls):
+        return []
     return [ParsedCall(c.name, said.grounded(c.arguments, schemas[c.name])) for c in calls]
 
 
