@@ -85,6 +85,11 @@ def unfence(text: str) -> tuple[str, str] | None:
     return opening.group(1), rest[: -len(closing)]
 
 
+def remark(text: str, marker: str) -> str:
+    """``text`` (a system prompt) with the marker of every fence line it names replaced by ``marker``."""
+    return re.sub(rf"(<</?{FENCE_WORD}) [0-9a-f]+>>", lambda m: f"{m.group(1)} {marker}>>", text)
+
+
 def system_prompt(marker: str) -> str:
     """The system prompt for a turn whose tool results are fenced with ``marker``."""
     return (

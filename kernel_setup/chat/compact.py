@@ -14,14 +14,17 @@ every row of a longer table is written once above it::
       flow | 1650.0 | m³/h
       motor_current | 52.0 | A
 
-Numbers are written exactly as JSON writes them, so an answer's numbers can still be checked
-against the tool result. Text that is not JSON (an error sentence, a truncated result) is
-returned unchanged.
+Values are written as JSON writes them, but shorter where the digits cost tokens and say nothing
+(Qwen reads every digit as one token): a whole float without its ``.0`` (``81.0`` as ``81``), a
+UTC timestamp on whole minutes without ``T`` and seconds (``2026-12-03T08:00:00Z`` as
+``2026-12-03 08:00Z``). The groundedness check reads the tool's own result, where ``81`` is
+``81.0``. Text that is not JSON (an error sentence, a truncated result) is returned unchanged.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,6 +32,7 @@ __all__ = ["compact_json"]
 
 _INDENT = "  "
 _HOIST_ROWS = 3
+_WHOLE_MINUTE = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}):00(?:\.0+)?Z")
 
 
 def compact_json(text: str) -> str:
@@ -45,8 +49,12 @@ def compact_json(text: str) -> str:
 
 def _scalar(value: Any) -> str:
     if isinstance(value, str):
+        if _WHOLE_MINUTE.fullmatch(value):
+            return _WHOLE_MINUTE.sub(r"\1 \2Z", value)
         # One line per value (whitespace runs folded); an empty string stays visible as "".
         return " ".join(value.split()) if value.strip() else json.dumps(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
     return json.dumps(value, ensure_ascii=False)
 
 

@@ -16,6 +16,13 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    (`compact_result`: the same values, about a third fewer prompt tokens than JSON), because on two
    cores reading a result is most of a turn's time.
 
+The runner draws a fence marker per turn and names it at the end of the system prompt, so every turn
+would re-read that tail (about 30 tokens, a second here). The service fences with its own marker,
+drawn once per service, instead: the system prompt's fence lines and every result are re-marked with
+it, so the whole system prompt stays a cached prefix across turns. Data written before the service
+started cannot know it, and the fence words are neutralised inside data either way. The prompt cache
+on disk stops before the first fence line, so the marker is never written there.
+
 Inference runs in a worker thread that feeds an asyncio queue, so the event loop never blocks; one
 inference at a time per loaded model. ``llama_cpp`` is imported only when a model is loaded, so
 everything else works without the extra. The boundary to llama.cpp is the small `CompletionEngine`
@@ -50,7 +57,7 @@ from semantic_kernel.contents.streaming_chat_message_content import StreamingCha
 from semantic_kernel.contents.streaming_text_content import StreamingTextContent
 from semantic_kernel.exceptions import ServiceResponseException
 
-from kernel_setup.agent.shaping import fence, unfence
+from kernel_setup.agent.shaping import FENCE_WORD, fence, new_marker, remark, unfence
 from kernel_setup.chat.compact import compact_json
 from kernel_setup.chat.grammar import (
     NAME_OPENING,
@@ -199,20 +206,33 @@ class LlamaEngine:
         llama.n_tokens = len(ids)
         self._restored = ids
 
-    def _persist_once(self, llama: Any, tokens: Sequence[int]) -> None:
-        """After the first prompt a process evaluates: save its state unless the restored prefix covered it."""
+    def _persist_once(self, llama: Any, prompt: str, tokens: Sequence[int]) -> None:
+        """After the first prompt a process evaluates: save its part before the first fence line.
+
+        That part (the tool list and the fixed system text) is what every conversation shares; the
+        fence marker and what follows are per service or per turn, never written to disk, and are read
+        again by the next call. Nothing is saved when the restored prefix already covered it.
+        """
         if self._persisted or self._cache is None:
             return
         self._persisted = True
-        if not worth_saving(self._restored, tokens):
+        cut = prompt.find(f"<<{FENCE_WORD}")
+        if cut >= 0:
+            head = llama.tokenize(prompt[:cut].encode("utf-8"), add_bos=False, special=True)
+            tokens = tokens[: covered(head, tokens)]
+        kept = min(len(tokens), llama.n_tokens)
+        if not worth_saving(self._restored, tokens[:kept]):
             return
         import llama_cpp
 
+        if kept < llama.n_tokens:
+            llama._ctx.kv_cache_seq_rm(-1, kept, -1)
+            llama.n_tokens = kept
         context = llama._ctx.ctx
         size = llama_cpp.llama_state_seq_get_size(context, 0)
         buffer = (ctypes.c_uint8 * size)()
         written = llama_cpp.llama_state_seq_get_data(context, buffer, size, 0)
-        self._cache.save(llama.input_ids[: llama.n_tokens].tolist(), bytes(buffer)[:written])
+        self._cache.save(llama.input_ids[:kept].tolist(), bytes(buffer)[:written])
 
     def _grammar(self, text: str) -> Any:
         grammar = self._grammars.pop(text, None)
@@ -258,8 +278,8 @@ class LlamaEngine:
             cached = covered(llama._input_ids.tolist(), tokens)
             llama.n_tokens = min(cached, len(tokens) - 1)  # keep the shared prefix, evaluate the rest
             llama.eval(tokens[llama.n_tokens :])
-            self._persist_once(llama, tokens)
             logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+            self._persist_once(llama, prompt, tokens)
             top = logits.max()
             total = np.log(np.exp(logits - top).sum())
             chosen = np.log(np.exp(logits[self._tool_start_ids] - top).sum())
@@ -293,7 +313,7 @@ class LlamaEngine:
                 if finish == "length":
                     rest = prompt + "".join(opening)
                     yield from self._stream(llama, rest, max_tokens - grammar_tokens, None, options)
-            self._persist_once(llama, tokens)
+            self._persist_once(llama, prompt, tokens)
 
     @staticmethod
     def _stream(
@@ -355,6 +375,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
 
     _engine: CompletionEngine = PrivateAttr()
     _prompt_tools: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+    _marker: str = PrivateAttr(default_factory=new_marker)
 
     def __init__(self, engine: CompletionEngine, *, ai_model_id: str = "local-gguf", service_id: str = "pumpops-chat"):
         """Wrap ``engine`` (a `LlamaEngine`, or a scripted one in tests)."""
@@ -401,7 +422,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
         if tools:
             self._prompt_tools = tools
         # The tool list stays in the prompt even on a call without tools, so the cached prefix is reused.
-        prompt = render_prompt(to_prompt_messages(chat_history), self._prompt_tools)
+        prompt = render_prompt(to_prompt_messages(chat_history, self._marker), self._prompt_tools)
         usage = _Usage(prompt=await asyncio.to_thread(self._engine.count_tokens, prompt))
         last_role = chat_history.messages[-1].role if chat_history.messages else AuthorRole.USER
         # Tools are considered right after the user spoke; after tool results the model answers, unless
@@ -561,14 +582,17 @@ class LocalChatCompletion(ChatCompletionClientBase):
             await worker  # the thread stops after its current token; nothing outlives the call
 
 
-def to_prompt_messages(chat_history: ChatHistory) -> list[PromptMessage]:
-    """SK's chat history in the model's terms: calls with their full names, results as JSON text."""
+def to_prompt_messages(chat_history: ChatHistory, marker: str) -> list[PromptMessage]:
+    """SK's chat history in the model's terms: calls with their full names, results as compact text.
+
+    Fences, in the system prompt and around results, carry ``marker`` whatever turn drew them.
+    """
     out: list[PromptMessage] = []
     for message in chat_history.messages:
         if message.role == AuthorRole.TOOL:
             for item in message.items:
                 if isinstance(item, FunctionResultContent):
-                    out.append(PromptMessage(role="tool", content=compact_result(result_text(item.result))))
+                    out.append(PromptMessage(role="tool", content=compact_result(result_text(item.result), marker)))
             continue
         if message.role == AuthorRole.ASSISTANT:
             calls = [
@@ -579,23 +603,22 @@ def to_prompt_messages(chat_history: ChatHistory) -> list[PromptMessage]:
             out.append(PromptMessage(role="assistant", content=message.content or "", tool_calls=calls))
             continue
         if message.role in (AuthorRole.SYSTEM, AuthorRole.DEVELOPER):
-            out.append(PromptMessage(role="system", content=message.content or ""))
+            out.append(PromptMessage(role="system", content=remark(message.content or "", marker)))
         else:
             out.append(PromptMessage(role="user", content=message.content or ""))
     return out
 
 
-def compact_result(text: str) -> str:
+def compact_result(text: str, marker: str) -> str:
     """A tool result as the local model reads it: JSON as compact text (`compact_json`), fenced again.
 
-    The data is decoded before it is re-rendered, so it is fenced anew (which neutralises any fence
-    words the decoding revealed) under the same marker.
+    The data is decoded before it is re-rendered, so it is fenced anew under ``marker`` (which
+    neutralises any fence words the decoding revealed, and removes ``marker`` from the data).
     """
     fenced = unfence(text)
     if fenced is None:
         return compact_json(text)
-    marker, data = fenced
-    return fence(compact_json(data), marker)
+    return fence(compact_json(fenced[1]), marker)
 
 
 def _conversation_text(chat_history: ChatHistory) -> str:

@@ -55,9 +55,9 @@ def test_a_new_process_reuses_the_saved_prompt_prefix_and_scores_the_same(tmp_pa
 
     model = tmp_path / MODEL.name
     model.symlink_to(MODEL)  # the state file goes beside this link, not beside the real model
-    system = (
-        "<|im_start|>system\n" + "You are PumpOps, an operations assistant for pump stations. " * 12 + "<|im_end|>\n"
-    )
+    fixed = "<|im_start|>system\n" + "You are PumpOps, an operations assistant for pump stations. " * 12
+    fences = "<<UNTRUSTED-DATA 0badc0ffee>> and <</UNTRUSTED-DATA 0badc0ffee>>"
+    system = fixed + f"Results arrive between {fences}.<|im_end|>\n"
     first = LlamaEngine(model, threads=2, context_size=2048)
     first.tool_start_logprob(system + "<|im_start|>user\nHow is PUMP-007?<|im_end|>\n<|im_start|>assistant\n")
     saved = tmp_path / (MODEL.name + ".prompt-cache.npz")
@@ -65,5 +65,7 @@ def test_a_new_process_reuses_the_saved_prompt_prefix_and_scores_the_same(tmp_pa
     question = system + "<|im_start|>user\nWhich pumps are offline?<|im_end|>\n<|im_start|>assistant\n"
     expected = first.tool_start_logprob(question)
     second = LlamaEngine(model, threads=2, context_size=2048)  # as a new process would
-    assert second.count_tokens(system) > 100 and len(second._restored) > 100  # restored when the model loaded
+    assert second.count_tokens(fixed) > 100 and len(second._restored) > 100  # restored when the model loaded
+    saved_text = second._model().detokenize(second._restored).decode()
+    assert saved_text.endswith("Results arrive between") and "0badc0ffee" not in saved_text  # no marker on disk
     assert abs(second.tool_start_logprob(question) - expected) < 1e-3

@@ -1,6 +1,7 @@
 """The in-process connector driven by a scripted engine (the llama.cpp boundary): routing, calls, streaming."""
 
 import json
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -200,6 +201,37 @@ async def test_native_routing_above_the_threshold_writes_the_call_greedily_in_th
     assert "<tool_response>" in answer["prompt"]
     assert len(engine.scored) == 1  # after the tool results the model answers; no second routing decision
     assert threading.get_ident() not in engine.threads
+
+
+async def test_the_system_prompt_is_the_same_prefix_on_every_turn_and_results_carry_its_marker(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            'assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}',
+            "PUMP-007 vibrates at 9.4 mm/s.",
+            'assets-list_pumps", "arguments": {"status": "offline"}}',
+            "PUMP-006 is offline.",
+        ],
+        scores=[-0.4, -0.4],
+    )
+    async with open_app(make_settings(tmp_path)) as app:
+        service = LocalChatCompletion(engine)
+        for question in ("How is PUMP-007 doing?", "Which pumps are offline?"):  # two turns, two runner markers
+            runner = TurnRunner(
+                app.kernel,
+                service,
+                app.settings.agent,
+                app.sessions,
+                execution_settings=LocalChatPromptExecutionSettings(),
+                rejections=app.audit,
+                num_ctx=8192,
+            )
+            await runner.run(question)
+    first, second = (prompt[: prompt.index("<|im_start|>user")] for prompt in engine.scored)
+    assert first == second  # the whole system prompt, marker included, is a cached prefix
+    declared = re.findall(r"<<UNTRUSTED-DATA ([0-9a-f]+)>>", first)
+    answer = engine.requests[1]["prompt"]
+    assert len(declared) == 1 and re.findall(r"<<UNTRUSTED-DATA ([0-9a-f]+)>>", answer) == declared * 2
+    assert answer.count(f"<</UNTRUSTED-DATA {declared[0]}>>") == 2  # declared once, closes the result once
 
 
 async def test_a_call_the_grammar_would_not_allow_is_decoded_again_under_the_grammars(tmp_path: Path) -> None:
