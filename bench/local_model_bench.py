@@ -30,11 +30,17 @@ from kernel_setup import load_settings, open_app  # noqa: E402
 from kernel_setup.chat.local_service import llama_available  # noqa: E402
 from kernel_setup.settings import Settings  # noqa: E402
 
+# One question per single-tool shape of the golden set (lists, summary, alarms, details, readings, trend,
+# work orders), so the median is of the same mix as `pumpops eval --category single_tool`.
 QUESTIONS = [
     "Which pumps are offline?",
     "How is the system doing overall?",
     "Are there any critical alarms right now?",
     "How is PUMP-007 doing?",
+    "Which pumps are at Station-C?",
+    "Show me the latest vibration readings across the fleet, worst first.",
+    "Is the bearing temperature of PUMP-007 getting worse?",
+    "Are there any open work orders?",
 ]
 BASELINE_TEXT = "Pump PUMP-007 at Station-C reports vibration 9.4 mm/s, flow 1650 m³/h and 81 °C. " * 30
 

@@ -108,11 +108,16 @@ class Mentions:
         return None if enum is None else [v for v in enum if self.mentions(v)]
 
     def allows(self, arguments: Mapping[str, Any], parameters: Mapping[str, Any]) -> bool:
-        """Whether the call grammar built with these mentions allows ``arguments``: optional enum values mentioned."""
+        """Whether the call grammar built with these mentions would not have changed ``arguments``' optional enums.
+
+        It allows an optional enum only the mentioned values, and none when none is mentioned; an
+        unmentioned value is then left out either way (`grounded`). Only a value that is not one of
+        the mentioned ones, where some are, is one the grammar would have replaced.
+        """
         properties: Mapping[str, Any] = parameters.get("properties") or {}
         required = set(parameters.get("required") or [])
         return all(
-            key in required or "enum" not in properties.get(key, {}) or self.mentions(value)
+            key in required or self.mentions(value) or not self.enum_values(properties.get(key, {}))
             for key, value in arguments.items()
         )
 

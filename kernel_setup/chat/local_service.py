@@ -8,9 +8,10 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    Engines without that score fall back to a routing prompt (``no_tool`` or a tool name).
 2. **Call.** Greedy decoding under grammars built from the tool schemas: one or two ``<tool_call>``
    blocks naming advertised tools, with schema-valid arguments, optional filters only as the
-   conversation mentions them. The call is first written without a grammar and kept only when the
-   grammar would have allowed every token (`strict_tool_calls`: then it is exactly the constrained
-   greedy output); otherwise the name and then the arguments are decoded under their grammars.
+   conversation mentions them. The call is first written without a grammar and kept when the
+   grammar would have allowed every token, less optional values nobody mentioned (`strict_tool_calls`:
+   then it is the constrained greedy output, those values left out either way); otherwise the name and
+   then the arguments are decoded under their grammars.
    The calls come back as `FunctionCallContent` items; the runner executes them.
 3. **Answer.** Free generation, streamed token by token. Tool results are read as compact text
    (`compact_result`: the same values, about a third fewer prompt tokens than JSON), because on two
@@ -447,7 +448,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     usage.completion += 1
                     if start >= settings.tool_start_threshold:
                         # The call's fixed opening goes in the prompt (read in one batch). First the whole call
-                        # without a grammar, kept only if the grammar would have allowed every token of it.
+                        # without a grammar, kept if the grammar would have allowed it (`strict_tool_calls`).
                         free = await self._text(prompt + NAME_OPENING, None, settings.max_call_tokens, greedy, usage)
                         written = NAME_OPENING + free.rstrip()
                         if not written.endswith(TOOL_CALL_CLOSE):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -169,56 +169,65 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]], said: Mentio
     A block that does not parse, names an unadvertised tool, or whose arguments break the tool's
     schema is dropped (a truncated last block included); the caller decides what an empty list means.
     With ``said``, optional arguments whose value the conversation never mentioned are left out
-    (`Mentions.grounded`): a filter nobody asked for narrows the answer silently.
+    (`Mentions.grounded`) before the schema is checked: a filter nobody asked for narrows the answer
+    silently, and one written badly (``"min_value": ""``) would only be left out after a retry.
     """
     schemas = _schemas(tools)
     calls: list[ParsedCall] = []
-    position = 0
-    while True:
-        start = text.find(TOOL_CALL_OPEN, position)
-        if start < 0:
-            break
-        end = text.find(TOOL_CALL_CLOSE, start)
-        if end < 0:
-            break
-        position = end + len(TOOL_CALL_CLOSE)
-        try:
-            obj = json.loads(text[start + len(TOOL_CALL_OPEN) : end])
-        except ValueError:
+    for name, arguments in _blocks(text):
+        if name not in schemas:
             continue
-        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or obj["name"] not in schemas:
+        if said is not None and isinstance(arguments, dict):
+            arguments = said.grounded(arguments, schemas[name])
+        if validate_arguments(arguments, schemas[name]) is not None:
             continue
-        arguments = obj.get("arguments", {})
-        if validate_arguments(arguments, schemas[obj["name"]]) is not None:
-            continue
-        if said is not None:
-            arguments = said.grounded(arguments, schemas[obj["name"]])
-        call = ParsedCall(obj["name"], dict(arguments))
+        call = ParsedCall(name, dict(arguments))
         if call not in calls:
             calls.append(call)
     return calls
 
 
+def _blocks(text: str) -> Iterator[tuple[str, Any]]:
+    """The name and raw arguments of every complete ``<tool_call>`` block that parses as a call object."""
+    position = 0
+    while True:
+        start = text.find(TOOL_CALL_OPEN, position)
+        if start < 0:
+            return
+        end = text.find(TOOL_CALL_CLOSE, start)
+        if end < 0:
+            return
+        position = end + len(TOOL_CALL_CLOSE)
+        try:
+            obj = json.loads(text[start + len(TOOL_CALL_OPEN) : end])
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+            yield obj["name"], obj.get("arguments", {})
+
+
 def strict_tool_calls(
     text: str, tools: Sequence[Mapping[str, Any]], said: Mentions, *, max_calls: int
 ) -> list[ParsedCall]:
-    """The calls of ``text`` when the call grammar would have allowed all of it; otherwise none.
+    """The calls of ``text`` when it is nothing but well-formed, valid calls; otherwise none.
 
     That is: nothing but one to ``max_calls`` complete blocks (whitespace between them), every one
-    valid and distinct, and every optional enum value mentioned in the conversation. Greedy output
-    that passes is exactly what greedy decoding under the grammar gives (the grammar only removes
-    tokens, and none of the chosen ones), so the grammar's per-token cost is paid only on a retry.
-    Optional free values nobody mentioned are then left out, as by `parse_tool_calls`.
+    valid and distinct once optional values nobody mentioned are left out (as from every call, see
+    `parse_tool_calls`), and no optional enum value other than the mentioned ones where one was
+    mentioned (the grammar allows only those). Such greedy output is what greedy decoding under the
+    call grammar gives, except for optional values nobody mentioned, which are left out either way;
+    so the grammar's per-token cost is paid only on a retry (a required argument missing or invalid,
+    a mentioned enum value missed, a malformed block, text around the calls).
     """
     blocks = text.count(TOOL_CALL_OPEN)
     outside = _BLOCK.sub("", text).strip()
-    calls = parse_tool_calls(text, tools)
+    calls = parse_tool_calls(text, tools, said)
     if outside or not 0 < blocks <= max_calls or len(calls) != blocks:
         return []
     schemas = _schemas(tools)
-    if not all(said.allows(c.arguments, schemas[c.name]) for c in calls):
+    if not all(said.allows(arguments, schemas[name]) for name, arguments in _blocks(text)):
         return []
-    return [ParsedCall(c.name, said.grounded(c.arguments, schemas[c.name])) for c in calls]
+    return calls
 
 
 _BLOCK = re.compile(re.escape(TOOL_CALL_OPEN) + ".*?" + re.escape(TOOL_CALL_CLOSE), re.DOTALL)

@@ -256,7 +256,7 @@ def test_parsing_with_mentions_leaves_out_filters_nobody_asked_for() -> None:
     ]
 
 
-def test_strict_parsing_accepts_only_what_the_call_grammar_would_have_allowed() -> None:
+def test_strict_parsing_accepts_what_the_call_grammar_would_have_allowed_less_unmentioned_values() -> None:
     said = Mentions.of("Any open work orders for PUMP-007?")
     block = '<tool_call>\n{{"name": "work_orders-list_work_orders", "arguments": {}}}\n</tool_call>'
     good = block.format('{"pump_id": "PUMP-007", "status": "open"}')
@@ -269,12 +269,20 @@ def test_strict_parsing_accepts_only_what_the_call_grammar_would_have_allowed() 
         good + "\nSo there is one.",  # text after the call
         two + "\n" + block.format('{"status": "open"}'),  # more calls than allowed
         good + "\n" + good,  # the same call twice
-        block.format('{"status": "closed"}'),  # an enum value nobody mentioned
-        block.format('{"pump": "7"}'),  # an unknown key
+        block.format('{"pump": "PUMP-007"}'),  # an unknown key with a value the operator gave
+        block.format('{"limit": "PUMP-007"}'),  # a mentioned value of the wrong type
         good[:-5],  # not closed
     ]
     for text in rejected:
         assert strict_tool_calls(text, [WORK_ORDERS], said, max_calls=2) == [], text
-    # A free value nobody mentioned is allowed by the grammar, then left out.
-    other = block.format('{"pump_id": "PUMP-004"}')
-    assert [c.arguments for c in strict_tool_calls(other, [WORK_ORDERS], said, max_calls=2)] == [{}]
+    # Optional values nobody mentioned are left out before the schema is checked, whatever they were:
+    # another pump, an enum value, an empty or mistyped filter, an unknown key.
+    rejected_too = block.format('{"status": "closed"}')  # "open" was mentioned: the grammar would have written it
+    assert strict_tool_calls(rejected_too, [WORK_ORDERS], said, max_calls=2) == []
+    said = Mentions.of("Any work orders for PUMP-007?")  # no status mentioned: the grammar allows none
+    for arguments in ['{"pump_id": "PUMP-004"}', '{"status": "closed"}', '{"limit": ""}', '{"pump": "7"}']:
+        other = block.format(arguments)
+        assert [c.arguments for c in strict_tool_calls(other, [WORK_ORDERS], said, max_calls=2)] == [{}], other
+    mistyped = block.format('{"status": "open", "limit": "ten"}')  # "ten" never said: left out, the rest kept
+    said = Mentions.of("Any open work orders?")
+    assert [c.arguments for c in strict_tool_calls(mistyped, [WORK_ORDERS], said, max_calls=2)] == [{"status": "open"}]

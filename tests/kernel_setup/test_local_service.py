@@ -253,6 +253,21 @@ async def test_a_call_the_grammar_would_not_allow_is_decoded_again_under_the_gra
     assert arguments["grammar"].startswith("root ::= f") and arguments["temperature"] == 0.0
 
 
+async def test_a_free_call_with_a_filter_written_badly_that_nobody_asked_for_is_kept_without_it(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            'sensors-get_sensor_readings", "arguments": {"sensor_type": "vibration", "pump_id": "", "min_value": ""}}',
+            "PUMP-007 is worst at 9.4 mm/s.",
+        ],
+        scores=[-0.4],
+    )
+    result, _ = await run(tmp_path, engine, "Show me the latest vibration readings across the fleet, worst first.")
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [
+        ("sensors-get_sensor_readings", {"sensor_type": "vibration"})
+    ]
+    assert len(engine.requests) == 2  # the free call and the answer: no retry under the grammars
+
+
 async def test_a_call_keeps_only_the_filters_the_operator_mentioned(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [
