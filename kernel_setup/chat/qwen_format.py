@@ -48,7 +48,7 @@ ANSWER_STYLE = (
 
 # After the tool results: a small model otherwise recites the whole result (reading it aloud costs
 # seconds per sentence on two cores).
-RESULTS_NOTE = "Answer from these results in one or two sentences; name the pump ids."
+RESULTS_NOTE = "Answer from these results in one short sentence with the key values and pump ids."
 
 ROUTING_HEAD = (
     "Routing step, not shown to the operator. Choose what to do next for the operator's last message and reply "
