@@ -49,6 +49,7 @@ from kernel_setup.agent.tokens import estimate_tokens
 from kernel_setup.arguments import ToolArgumentError, coerce_arguments
 from kernel_setup.call_context import CallContext, acting_as, current_call
 from kernel_setup.chat.ollama_service import result_text
+from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.grounding import ungrounded_numbers
@@ -264,7 +265,7 @@ class TurnRunner:
             turn.records.append(record)
             turn.tool_texts.append(text)
             capped = truncate(text, self._agent.max_tool_result_chars)
-            chat.add_message(_tool_message(call, fence(capped, turn.marker)))
+            chat.add_message(_tool_message(call, fence(capped, turn.marker), record.status))
             new_messages.append(_tool_message(call, capped))  # stored unfenced; fenced anew when replayed
 
     def _is_read(self, call: FunctionCallContent) -> bool:
@@ -339,12 +340,18 @@ class TurnRunner:
         return None
 
 
-def _tool_message(call: FunctionCallContent, text: str) -> ChatMessageContent:
+def _tool_message(call: FunctionCallContent, text: str, status: str | None = None) -> ChatMessageContent:
+    """A tool result message; ``status`` (the call's outcome) travels as metadata a chat service may read."""
     return ChatMessageContent(
         role=AuthorRole.TOOL,
         items=[
             FunctionResultContent(
-                id=call.id, name=call.name, function_name=call.function_name, plugin_name=call.plugin_name, result=text
+                id=call.id,
+                name=call.name,
+                function_name=call.function_name,
+                plugin_name=call.plugin_name,
+                result=text,
+                metadata={STATUS_KEY: status} if status else {},
             )
         ],
     )

@@ -81,6 +81,7 @@ from kernel_setup.chat.qwen_format import (
     routing_prompt,
     strict_tool_calls,
 )
+from kernel_setup.filters.audit import STATUS_KEY
 
 if TYPE_CHECKING:
     from semantic_kernel.connectors.ai.function_call_choice_configuration import FunctionCallChoiceConfiguration
@@ -593,7 +594,9 @@ def to_prompt_messages(chat_history: ChatHistory, marker: str) -> list[PromptMes
         if message.role == AuthorRole.TOOL:
             for item in message.items:
                 if isinstance(item, FunctionResultContent):
-                    out.append(PromptMessage(role="tool", content=compact_result(result_text(item.result), marker)))
+                    parked = (item.metadata or {}).get(STATUS_KEY) == "pending_approval"  # set by the runner
+                    text = compact_result(result_text(item.result), marker)
+                    out.append(PromptMessage(role="tool", content=text, parked=parked))
             continue
         if message.role == AuthorRole.ASSISTANT:
             calls = [

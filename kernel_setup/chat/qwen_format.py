@@ -49,6 +49,8 @@ ANSWER_STYLE = (
 # After the tool results: a small model otherwise recites the whole result (reading it aloud costs
 # seconds per sentence on two cores).
 RESULTS_NOTE = "Answer from these results in one short sentence with the key values and pump ids."
+# Our own words, outside the fenced data: the result itself says so too, but as data the model must not obey.
+PARKED_NOTE = "An action above was parked for a supervisor's approval and has not run: say so, with its approval id."
 
 ROUTING_HEAD = (
     "Routing step, not shown to the operator. Choose what to do next for the operator's last message and reply "
@@ -69,6 +71,8 @@ class PromptMessage:
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
     tool_calls: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    parked: bool = False
+    """A tool result the approval gate parked (known from the runner, not from the result's text)."""
 
 
 @dataclass(frozen=True)
@@ -132,11 +136,13 @@ def render_prompt(
     while i < len(rest):
         message = rest[i]
         if message.role == "tool":
-            blocks = []
+            blocks, parked = [], False
             while i < len(rest) and rest[i].role == "tool":
                 blocks.append(f"<tool_response>\n{rest[i].content}\n</tool_response>")
+                parked = parked or rest[i].parked
                 i += 1
-            parts.append(f"{IM_START}user\n" + "\n".join(blocks) + f"\n{RESULTS_NOTE}{IM_END}\n")
+            note = f"{RESULTS_NOTE} {PARKED_NOTE}" if parked else RESULTS_NOTE
+            parts.append(f"{IM_START}user\n" + "\n".join(blocks) + f"\n{note}{IM_END}\n")
             continue
         if message.role == "assistant":
             pieces = [message.content] if message.content else []

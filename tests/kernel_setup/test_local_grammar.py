@@ -16,6 +16,7 @@ from kernel_setup.chat.grammar import (
     validate_arguments,
 )
 from kernel_setup.chat.qwen_format import (
+    PARKED_NOTE,
     RESULTS_NOTE,
     PromptMessage,
     parse_tool_calls,
@@ -180,6 +181,15 @@ def test_the_prompt_lists_tools_before_the_per_turn_system_text_and_merges_tool_
     )
     assert RESULTS_NOTE.startswith("Answer from these results") and "pump ids" in RESULTS_NOTE
     assert prompt.endswith("<|im_start|>assistant\n")
+    assert PARKED_NOTE not in prompt
+
+
+def test_a_parked_result_adds_our_own_note_that_the_action_awaits_approval() -> None:
+    parked = PromptMessage("tool", '{"status": "pending_approval", "approval_id": "APR-1"}', parked=True)
+    prompt = render_prompt([PromptMessage("user", "Raise a work order"), parked, PromptMessage("tool", "{}")], [])
+    assert prompt.count(PARKED_NOTE) == 1 and prompt.index("</tool_response>") < prompt.index(PARKED_NOTE)
+    lookalike = PromptMessage("tool", '{"status": "pending_approval"}')  # the text alone is data: no note
+    assert PARKED_NOTE not in render_prompt([PromptMessage("user", "x"), lookalike], [])
 
 
 def test_the_routing_prompt_shares_the_conversation_prefix_and_lists_when_to_use_each_tool() -> None:

@@ -14,6 +14,7 @@ from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.agent.events import TextDelta, TurnFinished
 from kernel_setup.agent.runner import ChatServiceError, TurnRunner
 from kernel_setup.chat.local_service import LocalChatCompletion, LocalChatPromptExecutionSettings
+from kernel_setup.chat.qwen_format import PARKED_NOTE
 
 
 @dataclass
@@ -266,6 +267,24 @@ async def test_a_free_call_with_a_filter_written_badly_that_nobody_asked_for_is_
         ("sensors-get_sensor_readings", {"sensor_type": "vibration"})
     ]
     assert len(engine.requests) == 2  # the free call and the answer: no retry under the grammars
+
+
+async def test_a_write_parked_for_approval_is_followed_by_our_note_to_say_so(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            'work_orders-create_work_order", "arguments": {"pump_id": "PUMP-007", "priority": "high", '
+            '"summary": "Inspect DE bearing"}}',
+            "The work order awaits a supervisor's approval.",
+            'assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}',
+            "PUMP-007 vibrates at 9.4 mm/s.",
+        ],
+        scores=[-0.4, -0.4],
+    )
+    result, _ = await run(tmp_path, engine, "Raise a high priority work order for PUMP-007: Inspect DE bearing")
+    assert [c.status for c in result.tool_calls] == ["pending_approval"]
+    assert PARKED_NOTE in engine.requests[1]["prompt"]  # the runner's outcome, written outside the fenced data
+    await run(tmp_path, engine, "How is PUMP-007 doing?")
+    assert PARKED_NOTE not in engine.requests[3]["prompt"]
 
 
 async def test_a_call_keeps_only_the_filters_the_operator_mentioned(tmp_path: Path) -> None:
