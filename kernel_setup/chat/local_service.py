@@ -18,11 +18,12 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    cores reading a result is most of a turn's time.
 
 The runner draws a fence marker per turn and names it at the end of the system prompt, so every turn
-would re-read that tail (about 30 tokens, a second here). The service fences with its own marker,
-drawn once per service, instead: the system prompt's fence lines and every result are re-marked with
-it, so the whole system prompt stays a cached prefix across turns. Data written before the service
-started cannot know it, and the fence words are neutralised inside data either way. The prompt cache
-on disk stops before the first fence line, so the marker is never written there.
+would re-read that tail (about 30 tokens, a second here). The service fences with its own marker
+(10 random letters, fewer tokens than hex digits), drawn once per service, instead: the system
+prompt's fence lines and every result are re-marked with it, so the whole system prompt stays a
+cached prefix across turns. Data written before the service started cannot know it, and the fence
+words are neutralised inside data either way. The prompt cache on disk stops before the first fence
+line, so the marker is never written there.
 
 Inference runs in a worker thread that feeds an asyncio queue, so the event loop never blocks; one
 inference at a time per loaded model. ``llama_cpp`` is imported only when a model is loaded, so
@@ -37,6 +38,7 @@ import ctypes
 import functools
 import json
 import secrets
+import string
 import threading
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,7 +60,7 @@ from semantic_kernel.contents.streaming_chat_message_content import StreamingCha
 from semantic_kernel.contents.streaming_text_content import StreamingTextContent
 from semantic_kernel.exceptions import ServiceResponseException
 
-from kernel_setup.agent.shaping import FENCE_WORD, fence, new_marker, remark, unfence
+from kernel_setup.agent.shaping import FENCE_WORD, fence, remark, unfence
 from kernel_setup.chat.compact import compact_json
 from kernel_setup.chat.grammar import (
     NAME_OPENING,
@@ -377,7 +379,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
 
     _engine: CompletionEngine = PrivateAttr()
     _prompt_tools: list[dict[str, Any]] = PrivateAttr(default_factory=list)
-    _marker: str = PrivateAttr(default_factory=new_marker)
+    _marker: str = PrivateAttr(default_factory=lambda: _letters_marker())
 
     def __init__(self, engine: CompletionEngine, *, ai_model_id: str = "local-gguf", service_id: str = "pumpops-chat"):
         """Wrap ``engine`` (a `LlamaEngine`, or a scripted one in tests)."""
@@ -582,6 +584,15 @@ class LocalChatCompletion(ChatCompletionClientBase):
         finally:
             cancelled.set()
             await worker  # the thread stops after its current token; nothing outlives the call
+
+
+def _letters_marker() -> str:
+    """The service's fence marker: 10 random lowercase letters (47 bits).
+
+    The local model reads it around every result; Qwen reads each digit as a token, so the runner's
+    10 hex digits cost 8-9 tokens a line and these about 5.
+    """
+    return "".join(secrets.choice(string.ascii_lowercase) for _ in range(10))
 
 
 def to_prompt_messages(chat_history: ChatHistory, marker: str) -> list[PromptMessage]:

@@ -229,9 +229,9 @@ async def test_the_system_prompt_is_the_same_prefix_on_every_turn_and_results_ca
             await runner.run(question)
     first, second = (prompt[: prompt.index("<|im_start|>user")] for prompt in engine.scored)
     assert first == second  # the whole system prompt, marker included, is a cached prefix
-    declared = re.findall(r"<<UNTRUSTED-DATA ([0-9a-f]+)>>", first)
+    declared = re.findall(r"<<UNTRUSTED-DATA ([0-9a-z]+)>>", first)
     answer = engine.requests[1]["prompt"]
-    assert len(declared) == 1 and re.findall(r"<<UNTRUSTED-DATA ([0-9a-f]+)>>", answer) == declared * 2
+    assert len(declared) == 1 and re.findall(r"<<UNTRUSTED-DATA ([0-9a-z]+)>>", answer) == declared * 2
     assert answer.count(f"<</UNTRUSTED-DATA {declared[0]}>>") == 2  # declared once, closes the result once
 
 
