@@ -1,14 +1,14 @@
 """The local model's prompt prefix kept on disk, so a new process does not read it again.
 
 Every conversation with the local model opens with the same ~2,100 tokens (the tool list and the
-system text up to the per-turn marker). On two cores reading them takes 65-90 s, which every new
+system text up to its first fence line). On two cores reading them takes 65-90 s, which every new
 process (each ``pumpops ask``) would pay. The llama.cpp KV state of a prompt is saved beside the
 model file as plain arrays (``numpy.savez``, read back with ``allow_pickle=False``: nothing in it
 can run) and restored when the model loads; llama.cpp then reads only what differs from it.
 
-The file is tied to the exact model file (size and modification time), the context size and the
-llama-cpp-python version; any other file is ignored and replaced. Saving is best effort: a
-read-only model folder only costs the cold start.
+The file is tied to the exact model file (size and modification time), the context size, the
+llama-cpp-python version and this module's `FORMAT`; any other file is ignored and replaced. Saving
+is best effort: a read-only model folder only costs the cold start.
 """
 
 from __future__ import annotations
@@ -22,12 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["TAIL_TOKENS", "PromptCache", "covered", "worth_saving"]
+__all__ = ["FORMAT", "TAIL_TOKENS", "PromptCache", "covered", "worth_saving"]
 
 # A saved prefix is good enough when it covers all of a prompt but its last TAIL_TOKENS tokens
-# (the per-turn marker, the question and a short history), or a quarter of a short prompt;
+# (the system text's fence lines, the question and a short history), or a quarter of a short prompt;
 # otherwise the new prompt is saved.
 TAIL_TOKENS = 512
+
+# What a saved prefix holds; a file of another format is replaced. 2: only up to the first fence line
+# (format 1 files also hold the fence marker of the turn that wrote them).
+FORMAT = 2
 
 
 def covered(saved: Sequence[int], tokens: Sequence[int]) -> int:
@@ -58,7 +62,7 @@ class PromptCache:
         stat = model.stat()
         return cls(
             path=cls.file_of(model),
-            fingerprint=f"{stat.st_size}:{stat.st_mtime_ns}:{context_size}:{version}",
+            fingerprint=f"{FORMAT}:{stat.st_size}:{stat.st_mtime_ns}:{context_size}:{version}",
         )
 
     @staticmethod

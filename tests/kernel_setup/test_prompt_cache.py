@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kernel_setup.chat.prompt_cache import PromptCache, covered, worth_saving
+from kernel_setup.chat.prompt_cache import FORMAT, PromptCache, covered, worth_saving
 
 
 def model_file(tmp_path: Path) -> Path:
@@ -29,6 +29,9 @@ def test_a_file_for_another_model_context_or_version_is_ignored(tmp_path: Path) 
     PromptCache.beside(model, 8192, "0.3.36").save([1], b"kv")
     assert PromptCache.beside(model, 4096, "0.3.36").load() is None
     assert PromptCache.beside(model, 8192, "0.3.37").load() is None
+    current = PromptCache.beside(model, 8192, "0.3.36")
+    older = PromptCache(path=current.path, fingerprint=current.fingerprint.replace(f"{FORMAT}:", "1:", 1))
+    assert older.save([1], b"kv") and current.load() is None  # written by a build that saved something else
     model.write_bytes(b"other weights")  # a re-installed model: size and modification time differ
     os.utime(model, ns=(1, 1))
     assert PromptCache.beside(model, 8192, "0.3.36").load() is None
