@@ -49,8 +49,8 @@ def compact_json(text: str) -> str:
 
 def _scalar(value: Any) -> str:
     if isinstance(value, str):
-        if _WHOLE_MINUTE.fullmatch(value):
-            return _WHOLE_MINUTE.sub(r"\1 \2Z", value)
+        if whole := _WHOLE_MINUTE.fullmatch(value):
+            return f"{whole[1]} {whole[2]}Z"
         # One line per value (whitespace runs folded); an empty string stays visible as "".
         return " ".join(value.split()) if value.strip() else json.dumps(value)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:

@@ -109,17 +109,6 @@ class CompletionEngine(Protocol):
 
     context_size: int
 
-    def _fitting_tokens(self, llama: Any, prompt: str, *, reserve: int) -> list[int]:
-        """The prompt's tokens, refused when they and ``reserve`` more exceed the context."""
-        tokens: list[int] = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-        needed = len(tokens) + reserve
-        if needed > self.context_size:
-            raise ServiceResponseException(
-                f"The conversation needs about {needed} tokens, more than LocalModel.ContextSize "
-                f"({self.context_size}). Start a new session or raise LocalModel.ContextSize."
-            )
-        return tokens
-
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in the model's vocabulary (special tokens parsed)."""
         ...
@@ -372,6 +361,15 @@ class _Usage:
         return CompletionUsage(prompt_tokens=self.prompt, completion_tokens=self.completion)
 
 
+def _letters_marker() -> str:
+    """The service's fence marker: 10 random lowercase letters (47 bits).
+
+    The local model reads it around every result; Qwen reads each digit as a token, so the runner's
+    10 hex digits cost 8-9 tokens a line and these about 5.
+    """
+    return "".join(secrets.choice(string.ascii_lowercase) for _ in range(10))
+
+
 class LocalChatCompletion(ChatCompletionClientBase):
     """Chat completion on llama.cpp with grammar-constrained tool calls and a streamed answer."""
 
@@ -379,7 +377,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
 
     _engine: CompletionEngine = PrivateAttr()
     _prompt_tools: list[dict[str, Any]] = PrivateAttr(default_factory=list)
-    _marker: str = PrivateAttr(default_factory=lambda: _letters_marker())
+    _marker: str = PrivateAttr(default_factory=_letters_marker)
 
     def __init__(self, engine: CompletionEngine, *, ai_model_id: str = "local-gguf", service_id: str = "pumpops-chat"):
         """Wrap ``engine`` (a `LlamaEngine`, or a scripted one in tests)."""
@@ -584,15 +582,6 @@ class LocalChatCompletion(ChatCompletionClientBase):
         finally:
             cancelled.set()
             await worker  # the thread stops after its current token; nothing outlives the call
-
-
-def _letters_marker() -> str:
-    """The service's fence marker: 10 random lowercase letters (47 bits).
-
-    The local model reads it around every result; Qwen reads each digit as a token, so the runner's
-    10 hex digits cost 8-9 tokens a line and these about 5.
-    """
-    return "".join(secrets.choice(string.ascii_lowercase) for _ in range(10))
 
 
 def to_prompt_messages(chat_history: ChatHistory, marker: str) -> list[PromptMessage]:

@@ -62,11 +62,18 @@ def make_settings(tmp_path: Path) -> Settings:
     return load_settings(path, env={})
 
 
-async def run(tmp_path: Path, engine: ScriptedEngine, question: str, **execution: Any) -> tuple[Any, list[Any]]:
+async def run(
+    tmp_path: Path,
+    engine: ScriptedEngine,
+    question: str,
+    service: LocalChatCompletion | None = None,
+    **execution: Any,
+) -> tuple[Any, list[Any]]:
+    """One turn through the real runner; ``service`` (else a new one on ``engine``) answers it."""
     async with open_app(make_settings(tmp_path)) as app:
         runner = TurnRunner(
             app.kernel,
-            LocalChatCompletion(engine),
+            service or LocalChatCompletion(engine),
             app.settings.agent,
             app.sessions,
             execution_settings=LocalChatPromptExecutionSettings(**execution),
@@ -214,19 +221,9 @@ async def test_the_system_prompt_is_the_same_prefix_on_every_turn_and_results_ca
         ],
         scores=[-0.4, -0.4],
     )
-    async with open_app(make_settings(tmp_path)) as app:
-        service = LocalChatCompletion(engine)
-        for question in ("How is PUMP-007 doing?", "Which pumps are offline?"):  # two turns, two runner markers
-            runner = TurnRunner(
-                app.kernel,
-                service,
-                app.settings.agent,
-                app.sessions,
-                execution_settings=LocalChatPromptExecutionSettings(),
-                rejections=app.audit,
-                num_ctx=8192,
-            )
-            await runner.run(question)
+    service = LocalChatCompletion(engine)
+    for question in ("How is PUMP-007 doing?", "Which pumps are offline?"):  # two turns, two runner markers
+        await run(tmp_path, engine, question, service)
     first, second = (prompt[: prompt.index("<|im_start|>user")] for prompt in engine.scored)
     assert first == second  # the whole system prompt, marker included, is a cached prefix
     declared = re.findall(r"<<UNTRUSTED-DATA ([0-9a-z]+)>>", first)
