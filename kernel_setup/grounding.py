@@ -17,7 +17,8 @@ Rules, in the order they apply:
    glued to digits (``v1.2``, ``DN100``, ``IP55``, ``m3``); references after a numbering word
    (``Section 4.2``, ``step 3``, ``Group 12``, ``Zone 2``, ``Table 5``, ``No. 4``, ``#12``, ``§ 7``);
    list markers and section numbers at the start of a line (``1.``, ``2)``, ``(3)``, ``4.2.``);
-   ordinals (``21st``); and dotted version strings (``1.2.3``).
+   ordinals (``21st``); dotted version strings (``1.2.3``); and numbers beyond a float's range, which
+   are the digits of an identifier (``28e8194714`` in a hex id), not quantities.
 2. **Reading numbers.** Integers, decimals (``9.4``, ``.5``, ``1.2e-3``), comma thousands
    (``1,200``, ``1,200.50``) and space thousands (``1 200`` with a normal, no-break or thin space,
    only when every group after the first has exactly three digits), a leading sign (``-3.2``,
@@ -62,6 +63,7 @@ from decimal import Decimal, InvalidOperation
 __all__ = ["SMALL_INTEGER_LIMIT", "ungrounded_numbers"]
 
 SMALL_INTEGER_LIMIT = 10
+_FLOAT_EXPONENT = 308  # decimal exponents a float can hold; larger ones would overflow the decimal arithmetic
 """Unsigned integers from 0 up to this value, written without decimals or percent sign, always pass."""
 
 _SPACES = " \u00a0\u2009\u202f"
@@ -215,6 +217,8 @@ def _mentions(masked: str) -> Iterator[_Mention]:
             continue
         if not value.is_finite():  # pragma: no cover - as above
             continue
+        if abs(value.adjusted()) > _FLOAT_EXPONENT:
+            continue  # beyond any float: the digits of an identifier (a hex id like 28e8194714e3), not a quantity
         sign = match.group("sign") or ""
         exponent = value.as_tuple().exponent
         decimals = -exponent if isinstance(exponent, int) and exponent < 0 else 0

@@ -141,3 +141,11 @@ def test_a_long_answer_mixes_grounded_and_ungrounded_numbers() -> None:
         "3. ALM-0001 raised at 06:00; estimated 480 h to failure."
     )
     assert ungrounded_numbers(answer, [PUMP_STATUS]) == ["480"]
+
+
+def test_an_id_whose_hex_reads_as_a_huge_exponent_neither_crashes_nor_grounds_anything() -> None:
+    # "28e8194714" inside a uuid parses as 28e8194714 = 28 * 10**8194714, beyond decimal arithmetic's range: it used
+    # to raise decimal.Overflow and fail the whole turn (seen with a chunk id of the manuals).
+    results = [json.dumps({"chunk_id": "7059e41a-04a5-507a-8afb-28e8194714e3", "vibration_mm_s": 9.4})]
+    assert ungrounded_numbers("PUMP-007 vibrates at 9.4 mm/s, not 12.5 mm/s.", results, "q") == ["12.5"]
+    assert ungrounded_numbers("Read 28e8194714 mm/s.", results, "q") == []  # no quantity: not checked
