@@ -120,3 +120,44 @@ def test_a_column_with_one_value_in_every_row_is_written_once_above_the_table() 
     ]
     same = [{"a": 1, "b": 2}] * 3  # nothing would be left of the table: kept as it is
     assert compact_json(json.dumps(same)).splitlines()[0] == "a | b"
+
+
+def test_nothing_an_enclosing_object_already_said_is_written_again() -> None:
+    at = "2026-12-03T08:00:00Z"
+    readings = [
+        {"sensor_type": "vibration", "unit": "mm/s", "recorded_at": at, "pump_id": p, "value": v}
+        for p, v in [("PUMP-007", 9.4), ("PUMP-004", 7.8), ("PUMP-001", 2.1)]
+    ]
+    result = {
+        "sensor_type": "vibration",
+        "unit": "mm/s",
+        "count": 3,
+        "returned": 3,
+        "truncated": False,
+        "readings": readings,
+    }
+    assert compact_json(json.dumps(result)).splitlines() == [
+        "sensor_type: vibration",
+        "unit: mm/s",
+        "count: 3",
+        "readings:",
+        "  recorded_at: 2026-12-03 08:00Z (every row)",
+        "  pump_id | value",
+        "  PUMP-007 | 9.4",
+        "  PUMP-004 | 7.8",
+        "  PUMP-001 | 2.1",
+    ]
+    details = {
+        "machine_group": 1,
+        "foundation": "rigid",
+        "zone": {"zone": "D", "machine_group": 1, "foundation": "flexible", "value_mm_s": 9.4},
+    }
+    assert compact_json(json.dumps(details)).splitlines()[2] == "zone: zone=D, foundation=flexible, value_mm_s=9.4"
+    assert compact_json(json.dumps({"a": 1, "b": {"a": 1}})) == "a: 1\nb:\n  (as above)"
+
+
+def test_a_list_envelope_keeps_its_tally_when_something_was_left_out() -> None:
+    partial = {"count": 120, "returned": 50, "truncated": True, "pumps": ["PUMP-001"]}
+    assert compact_json(json.dumps(partial)).splitlines()[:3] == ["count: 120", "returned: 50", "truncated: true"]
+    odd = {"count": 3, "returned": 3, "truncated": "no"}  # not our envelope's types: written as it is
+    assert compact_json(json.dumps(odd)).splitlines() == ["count: 3", "returned: 3", "truncated: no"]
