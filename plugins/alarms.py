@@ -38,7 +38,7 @@ class AlarmsPlugin:
         """Filtered alarm list as JSON."""
         return to_json(await self._service.list_alarms(severity=severity, pump_id=pump_id, active_only=active_only))
 
-    @writes(idempotent=True, destructive=False)
+    @writes(idempotent=True, destructive=False, check="check_acknowledge_alarm")
     @kernel_function(
         name="acknowledge_alarm",
         description=(
@@ -54,3 +54,7 @@ class AlarmsPlugin:
     ) -> str:
         """Acknowledge an alarm (runs only under an approval grant)."""
         return await self._service.acknowledge(alarm_id, note, active_grant())
+
+    async def check_acknowledge_alarm(self, alarm_id: str, note: str) -> None:
+        """Raise what `acknowledge_alarm` would for this input (an unknown or cleared alarm, a bad note); no write."""
+        await self._service.check_acknowledge(alarm_id, note)

@@ -1,12 +1,15 @@
 """Each kernel function declares once whether it reads or writes; filters, MCP and audit read that.
 
 A function that declares nothing is treated as a destructive, non-idempotent write, so an
-undeclared function is never let through as a read by mistake.
+undeclared function is never let through as a read by mistake. A write may name a check: a method
+of the same plugin, taking the same arguments, that raises what the write would raise for input it
+could never carry out (an unknown pump, a summary too short), so the approval gate refuses such a
+call at once instead of parking it for a supervisor whose approval could only fail.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
@@ -32,6 +35,8 @@ class ToolTraits:
     effect: Effect
     idempotent: bool
     destructive: bool
+    check: str | None = None
+    """A write's check: the name of a method of its plugin (see the module's docstring)."""
 
     @property
     def read_only(self) -> bool:
@@ -49,11 +54,15 @@ def reads(func: F) -> F:
     return func
 
 
-def writes(*, idempotent: bool, destructive: bool) -> Callable[[F], F]:
-    """Declare a kernel function a write, saying whether a repeat is harmless and whether it destroys data."""
+def writes(*, idempotent: bool, destructive: bool, check: str | None = None) -> Callable[[F], F]:
+    """Declare a kernel function a write, saying whether a repeat is harmless and whether it destroys data.
+
+    ``check`` names the plugin's method that refuses input the write could never carry out (`check_write`).
+    """
 
     def mark(func: F) -> F:
-        setattr(func, _ATTRIBUTE, ToolTraits(effect=Effect.WRITE, idempotent=idempotent, destructive=destructive))
+        traits = ToolTraits(effect=Effect.WRITE, idempotent=idempotent, destructive=destructive, check=check)
+        setattr(func, _ATTRIBUTE, traits)
         return func
 
     return mark
@@ -64,3 +73,20 @@ def traits_of(function: KernelFunction) -> ToolTraits:
     method = getattr(function, "method", None)
     traits = getattr(method, _ATTRIBUTE, None)
     return traits if isinstance(traits, ToolTraits) else UNDECLARED
+
+
+async def check_write(function: KernelFunction, arguments: Mapping[str, Any]) -> None:
+    """Run the write's declared check on ``arguments``; nothing for a function that declares none.
+
+    Raises:
+        PumpOpsError: whatever the check raises for input the write could never carry out.
+        LookupError: the declared check is not a method of the function's plugin (a programming error).
+    """
+    name = traits_of(function).check
+    if name is None:
+        return
+    plugin = getattr(getattr(function, "method", None), "__self__", None)
+    check: Callable[..., Awaitable[None]] | None = getattr(plugin, name, None)
+    if check is None:
+        raise LookupError(f"{function.fully_qualified_name} declares the check {name!r}, which its plugin lacks.")
+    await check(**arguments)

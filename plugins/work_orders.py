@@ -19,7 +19,7 @@ class WorkOrdersPlugin:
         self._service = service
         self._approvals = approvals
 
-    @writes(idempotent=False, destructive=False)
+    @writes(idempotent=False, destructive=False, check="check_create_work_order")
     @kernel_function(
         name="create_work_order",
         description=(
@@ -37,6 +37,10 @@ class WorkOrdersPlugin:
     ) -> str:
         """Create a work order (runs only under an approval grant)."""
         return await self._service.create(pump_id, priority, summary, active_grant())
+
+    async def check_create_work_order(self, pump_id: str, priority: Priority | str, summary: str) -> None:
+        """Raise what `create_work_order` would for this input (an unknown pump, a bad summary); no write."""
+        await self._service.check(pump_id, summary)
 
     @reads
     @kernel_function(

@@ -92,6 +92,18 @@ class AlarmService:
             raise NotFoundError.alarm(alarm_id)
         return _alarm(row)
 
+    async def check_acknowledge(self, alarm_id: str, note: str) -> None:
+        """Refuse what `acknowledge` could never carry out, without writing: checked again when it runs.
+
+        Raises:
+            InvalidInputError: not an alarm id, a bad note, or the alarm is not active.
+            NotFoundError: unknown alarm.
+        """
+        _check_note(note)
+        alarm = await self.get(alarm_id)
+        if not alarm.active:
+            raise _not_active(alarm.alarm_id)
+
     async def acknowledge(self, alarm_id: str, note: str, grant: Grant | None) -> str:
         """Acknowledge an active alarm under an approval grant; a replay returns the first result.
 
@@ -101,9 +113,7 @@ class AlarmService:
             InvalidInputError: empty or too long note, or the alarm is not active.
         """
         wanted = normalize_alarm_id(alarm_id)
-        text = note.strip()
-        if not 1 <= len(text) <= MAX_NOTE:
-            raise InvalidInputError(f"note must be 1-{MAX_NOTE} characters, e.g. 'Crew dispatched; bearing check'.")
+        text = _check_note(note)
         arguments = {"alarm_id": alarm_id, "note": note}
         async with self._db.transaction() as conn:
             first = await redeem(conn, grant, ACKNOWLEDGE_FUNCTION, arguments)
@@ -115,7 +125,7 @@ class AlarmService:
             if alarm is None:
                 raise NotFoundError.alarm(alarm_id)
             if not alarm["active"]:
-                raise InvalidInputError(f"Alarm {wanted} is no longer active; there is nothing to acknowledge.")
+                raise _not_active(wanted)
             now = datetime.now(UTC).isoformat(timespec="seconds")
             await conn.execute(
                 "UPDATE alarms SET acknowledged_at = ?, acknowledged_by = ?, acknowledgement_note = ? "
@@ -134,6 +144,22 @@ class AlarmService:
             )
             await complete(conn, grant, result)
         return result
+
+
+def _check_note(note: str) -> str:
+    """The trimmed note.
+
+    Raises:
+        InvalidInputError: empty or too long.
+    """
+    text = note.strip()
+    if not 1 <= len(text) <= MAX_NOTE:
+        raise InvalidInputError(f"note must be 1-{MAX_NOTE} characters, e.g. 'Crew dispatched; bearing check'.")
+    return text
+
+
+def _not_active(alarm_id: str) -> InvalidInputError:
+    return InvalidInputError(f"Alarm {alarm_id} is no longer active; there is nothing to acknowledge.")
 
 
 def _alarm(row: Any) -> Alarm:

@@ -1,9 +1,10 @@
 """FUNCTION_INVOCATION filter: the approval gate, for every door.
 
 Per-function policy (`Approval.Policy`): reads default to ``allow``, writes to ``require_approval``.
-A write needing approval is not run: it is parked durably, bound to a hash of its exact canonical
-arguments and to the requester, and the caller sees ``{"status": "pending_approval", ...}``. The
-same intent again returns the same pending approval, or the first result once it ran. Only the
+A write needing approval is not run: it is checked (`check_write`: input it could never carry out,
+such as an unknown pump, is refused at once), then parked durably, bound to a hash of its exact
+canonical arguments and to the requester, and the caller sees ``{"status": "pending_approval", ...}``.
+The same intent again returns the same pending approval, or the first result once it ran. Only the
 approvals door (a context-variable grant) lets the parked call through; write services check the
 grant again themselves, so a kernel without this filter still cannot write.
 """
@@ -23,7 +24,7 @@ from kernel_setup.audit import AuditLog, AuditOutcome
 from kernel_setup.call_context import current_call
 from kernel_setup.filters.audit import AUDITED_KEY, DETAIL_KEY, STATUS_KEY
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
-from plugins.declarations import traits_of
+from plugins.declarations import check_write, traits_of
 
 POLICY_APPROVER = "policy:allow"
 
@@ -116,6 +117,7 @@ class ApprovalGate:
                 metadata={STATUS_KEY: "ok", DETAIL_KEY: "replayed: this exact action already ran; first result"},
             )
             return
+        await check_write(function, arguments)  # input the write could never carry out is refused, not parked
         approval = await self._store.park(
             name,
             arguments,

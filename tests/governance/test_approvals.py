@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 from semantic_kernel import Kernel
 from semantic_kernel.exceptions import KernelInvokeException
-from semantic_kernel.functions import KernelArguments
+from semantic_kernel.functions import KernelArguments, kernel_function
 
 from governance import ApprovalError, ApprovalRequiredError, ApprovalStore, Grant
 from kernel_setup import AppContext, load_settings, open_app
 from kernel_setup.call_context import CallContext, acting_as
 from plugins.alarms import AlarmsPlugin
+from plugins.declarations import check_write, writes
 from plugins.work_orders import WorkOrdersPlugin
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from twin import AlarmService
@@ -271,3 +272,52 @@ async def test_disabling_the_audit_silences_reads_but_never_writes_or_approvals(
             ("approvals-approve", "ok"),
             ("work_orders-create_work_order", "ok"),
         ]
+
+
+@pytest.mark.parametrize(
+    ("function", "arguments", "message"),
+    [
+        ("create_work_order", {**ORDER, "pump_id": "PUMP-099"}, "PUMP-099"),
+        ("create_work_order", {**ORDER, "summary": "fix"}, "summary must be 5-500 characters"),
+        ("acknowledge_alarm", {"alarm_id": "ALM-0006", "note": "Crew dispatched"}, "no longer active"),
+        ("acknowledge_alarm", {"alarm_id": "ALM-0999", "note": "Crew dispatched"}, "ALM-0999"),
+        ("acknowledge_alarm", {"alarm_id": "ALM-0001", "note": "   "}, "note must be 1-500 characters"),
+    ],
+)
+async def test_a_write_that_could_never_run_is_refused_at_once_not_parked(
+    app: AppContext, function: str, arguments: dict[str, str], message: str
+) -> None:
+    plugin = "work_orders" if function == "create_work_order" else "alarms"
+    with acting_as(CallContext(principal="alice", session="s1", door="test")), pytest.raises(KernelInvokeException):
+        await app.kernel.invoke(app.kernel.get_function(plugin, function), KernelArguments(**arguments))
+    assert await count(app, "apr") == 0  # no supervisor is asked to approve what would only fail
+    row = await app.db.fetch_one("SELECT outcome, detail FROM audit_log ORDER BY id DESC LIMIT 1")
+    assert row is not None and row["outcome"] == "error" and message in row["detail"]
+    assert await chain_ok(app)
+
+
+async def test_a_write_that_already_ran_replays_its_result_even_when_its_check_would_now_refuse(
+    app: AppContext,
+) -> None:
+    acknowledge = app.kernel.get_function("alarms", "acknowledge_alarm")
+    arguments = KernelArguments(alarm_id="ALM-0001", note="Crew dispatched")
+    with acting_as(CallContext(principal="alice", session="s1", door="test")):
+        parked = json.loads(str((await app.kernel.invoke(acknowledge, arguments)).value))
+    done = await app.approvals.approve(parked["approval_id"], by="bob")
+    async with app.db.transaction() as conn:
+        await conn.execute("UPDATE alarms SET active = 0 WHERE alarm_id = ?", ("ALM-0001",))  # cleared since
+    with acting_as(CallContext(principal="alice", session="s1", door="test")):
+        replay = json.loads(str((await app.kernel.invoke(acknowledge, arguments)).value))
+    assert replay == done.result
+
+
+async def test_a_declared_check_its_plugin_lacks_is_a_loud_error_not_a_skipped_check() -> None:
+    class Broken:
+        @writes(idempotent=False, destructive=False, check="check_nothing")
+        @kernel_function(name="do_it")
+        async def do_it(self, value: str) -> str:
+            return value
+
+    function = Kernel().add_plugin(Broken(), "broken")["do_it"]
+    with pytest.raises(LookupError, match="check_nothing"):
+        await check_write(function, {"value": "x"})
