@@ -4,6 +4,11 @@ Per source, the manifest lists the chunk ids stored last time. Chunks whose id i
 skipped (an id changes whenever the text does); new ones are embedded and upserted; ids no longer
 produced are deleted. The manifest is rewritten only after the store has been changed, and a file that
 cannot be read is skipped with its reason while its previously indexed chunks stay untouched.
+
+A document deleted from a folder being ingested (or a manual no longer shipped, when the shipped
+corpus is ingested) is removed with its chunks: search never cites a manual that is gone. Only files
+that no longer exist are removed, and only under a folder that does: a missing folder (an unmounted
+share) is reported and removes nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memory.chunking import Chunk, ChunkingOptions, chunk_markdown
-from memory.corpus import corpus_files
+from memory.corpus import SHIPPED_PREFIX, corpus_dir, corpus_files
 from memory.documents import Skipped, SourceDocument, discover, read_document
 from memory.errors import DocumentIndexError, EmbeddingModelError, IndexLockedError
 from memory.index import DocumentIndex
@@ -46,6 +51,7 @@ class IngestReport:
     """The ingest summary (the contract of ``pumpops ingest --json``)."""
 
     documents: int = 0
+    documents_removed: int = 0
     chunks_added: int = 0
     chunks_updated: int = 0
     chunks_removed: int = 0
@@ -116,6 +122,14 @@ async def ingest(
             report.chunks_added += len(plan.new)
             report.chunks_updated += len(plan.moved)
             report.chunks_removed += len(plan.stale)
+    for source in await _vanished(paths, manifest):
+        try:
+            report.chunks_removed += await _remove(source, index, manifest)
+        except DocumentIndexError as exc:
+            logger.warning("Removing %s failed: %s", source, exc)
+            report.skipped.append(Skipped(source, f"the file is gone but its chunks could not be removed: {exc}"))
+            continue
+        report.documents_removed += 1
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
@@ -178,3 +192,25 @@ async def _finish(plan: _Plan, index: DocumentIndex, manifest: IngestManifest) -
     await index.set_positions(plan.moved)
     await index.delete(plan.stale)
     await manifest.replace(plan.document.source, [(chunk.id, chunk.position) for chunk in plan.chunks])
+
+
+async def _vanished(paths: Sequence[Path] | None, manifest: IngestManifest) -> list[str]:
+    """Recorded sources whose file is gone, under the existing folders ingested (or shipped, by default)."""
+    folders = [corpus_dir().resolve()] if not paths else [p.resolve() for p in paths if p.is_dir()]
+    gone: list[str] = []
+    for source in await manifest.sources():
+        if source.startswith(SHIPPED_PREFIX):
+            path = corpus_dir().resolve() / source.removeprefix(SHIPPED_PREFIX)
+        else:
+            path = Path(source)
+        if not path.exists() and not path.is_symlink() and any(path.is_relative_to(f) for f in folders):
+            gone.append(source)
+    return gone
+
+
+async def _remove(source: str, index: DocumentIndex, manifest: IngestManifest) -> int:
+    """Delete a vanished source's chunks, then its manifest entry; the number of chunks removed."""
+    recorded = list(await manifest.chunks(source))
+    await index.delete(recorded)
+    await manifest.replace(source, [])
+    return len(recorded)

@@ -41,7 +41,8 @@ def ingest_command(
     """Chunk, embed and index manuals; re-running skips unchanged chunks and replaces edited documents' chunks.
 
     Files that are empty, binary, not UTF-8 or unreadable are reported and skipped; what is already indexed
-    stays. Exits 1 when files were given but none could be ingested.
+    stays. A file deleted from a folder being ingested is removed from the index with its chunks. Exits 1
+    when files were given but none could be ingested.
 
     Example: pumpops ingest docs/manuals --json
     """
@@ -64,9 +65,14 @@ def ingest_command(
     if as_json:
         print_json(cli, report.to_dict())
     else:
+        removed = (
+            f"; {report.documents_removed} document(s) no longer on disk removed from the index"
+            if report.documents_removed
+            else ""
+        )
         cli.console.print(
             f"Ingested {report.documents} document(s): {report.chunks_added} chunk(s) added, "
-            f"{report.chunks_updated} updated, {report.chunks_removed} removed in {report.seconds} s.",
+            f"{report.chunks_updated} updated, {report.chunks_removed} removed in {report.seconds} s{removed}.",
             highlight=False,
         )
         for skipped in report.skipped:

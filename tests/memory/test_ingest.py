@@ -49,6 +49,7 @@ async def test_ingesting_the_shipped_corpus_indexes_every_chunk_once(
     assert len(await manifest.sources()) == 14
     assert set(report.to_dict()) == {
         "documents",
+        "documents_removed",
         "chunks_added",
         "chunks_updated",
         "chunks_removed",
@@ -85,6 +86,54 @@ async def test_an_edited_document_replaces_exactly_its_changed_chunks(
     assert not await memory_index.existing_ids(list(ids_a - new_ids_a))
     assert await stored_ids_of(memory_index, manifest, b) == ids_b
     assert await memory_index.count() == len(new_ids_a) + len(ids_b)
+
+
+async def test_a_document_deleted_from_the_folder_leaves_the_index_with_its_chunks(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    a = write(tmp_path, "a.md", MANUAL_A)
+    b = write(tmp_path, "b.md", MANUAL_B)
+    await ingest([tmp_path], memory_index, manifest)
+    ids_a, ids_b = await stored_ids_of(memory_index, manifest, a), await stored_ids_of(memory_index, manifest, b)
+
+    b.unlink()
+    assert (await ingest([b], memory_index, manifest)).documents_removed == 0  # a file named alone: not a folder
+    report = await ingest([tmp_path], memory_index, manifest)
+
+    assert (report.documents, report.documents_removed, report.chunks_removed) == (1, 1, len(ids_b))
+    assert not await memory_index.existing_ids(list(ids_b))
+    assert await manifest.sources() == [source_name(a)]
+    assert await memory_index.count() == len(ids_a)
+    hits = await memory_index.search("bearing temperature in normal service", 3)
+    assert all(hit.document != "b" for hit in hits)
+
+
+async def test_a_manual_no_longer_shipped_leaves_the_index_when_the_corpus_is_ingested(
+    memory_index: DocumentIndex, manifest: IngestManifest
+) -> None:
+    retired = chunk_markdown(MANUAL_B, source="pumpops:corpus/retired.md", document="retired")
+    await memory_index.upsert(retired)
+    await manifest.replace("pumpops:corpus/retired.md", [(chunk.id, chunk.position) for chunk in retired])
+    report = await ingest(None, memory_index, manifest)
+    assert (report.documents, report.documents_removed, report.chunks_removed) == (14, 1, len(retired))
+    assert not await memory_index.existing_ids([chunk.id for chunk in retired])
+    assert "pumpops:corpus/retired.md" not in await manifest.sources()
+
+
+async def test_a_folder_that_is_missing_removes_nothing(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    folder = tmp_path / "share"
+    folder.mkdir()
+    write(folder, "a.md", MANUAL_A)
+    await ingest([folder], memory_index, manifest)
+    before = await memory_index.count()
+    (folder / "a.md").rename(tmp_path / "a.md")
+    folder.rmdir()  # as an unmounted share looks
+    report = await ingest([folder], memory_index, manifest)
+    assert (report.documents, report.documents_removed, report.chunks_removed) == (0, 0, 0)
+    assert [s.reason for s in report.skipped] == ["no such file or folder"]
+    assert await memory_index.count() == before
 
 
 async def test_a_section_moved_down_is_updated_in_place_without_re_embedding(
