@@ -74,6 +74,22 @@ class GrammarError(PumpOpsError):
 
 
 _NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?![\w-])")
+# A span of time said in words stands for its number of days ("the past week" is 7, "two months" 60).
+_UNIT_DAYS = {"day": 1, "week": 7, "fortnight": 14, "month": 30, "year": 365}
+_COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "twelve": 12}
+_SPAN = re.compile(
+    r"\b(?:(\d{1,3}|" + "|".join(_COUNT_WORDS) + r")[\s-]+)?(" + "|".join(_UNIT_DAYS) + r")s?\b", re.IGNORECASE
+)
+
+
+def _span_days(text: str) -> set[float]:
+    """Days of the spans of time ``text`` names in words or with a count ("3 weeks" is 21; "30 days" stays 30)."""
+    days: set[float] = set()
+    for count, unit in _SPAN.findall(text):
+        number = _COUNT_WORDS.get(count.lower(), None) if count and not count.isdigit() else int(count or 1)
+        if number is not None:
+            days.add(float(number * _UNIT_DAYS[unit.lower()]))
+    return days
 
 
 @dataclass(frozen=True)
@@ -82,7 +98,8 @@ class Mentions:
 
     A value counts as mentioned when it appears as a whole word or phrase, case-insensitive, ``_``
     and ``-`` read as spaces (``in_progress`` matches "in progress", ``PUMP-007`` "pump 007"); a
-    number when it stands alone in the text (not the ``007`` of ``PUMP-007``).
+    number when it stands alone in the text (not the ``007`` of ``PUMP-007``), or as the days of a
+    span of time ("the past week" mentions 7, "two months" 60, "3 weeks" 21).
     """
 
     text: str
@@ -91,7 +108,8 @@ class Mentions:
     @classmethod
     def of(cls, text: str) -> Mentions:
         """The mentions in ``text``."""
-        return cls(text=_spaced(text), numbers=frozenset(float(n) for n in _NUMBER.findall(text)))
+        numbers = {float(n) for n in _NUMBER.findall(text)} | _span_days(text)
+        return cls(text=_spaced(text), numbers=frozenset(numbers))
 
     def mentions(self, value: Any) -> bool:
         """Whether ``value`` (a string or a number; never a boolean) was mentioned."""

@@ -227,6 +227,15 @@ def test_mentions_match_whole_words_and_standalone_numbers() -> None:
     assert said.enum_values({"type": "string"}) is None
 
 
+def test_spans_of_time_in_words_mention_their_days() -> None:
+    said = Mentions.of("Has PUMP-004's vibration risen over the past week, or the last two months? And 3 weeks?")
+    assert said.mentions(7) and said.mentions(60) and said.mentions(21)
+    assert not said.mentions(30) and not said.mentions(4)  # no month alone; the 004 of an id is no number
+    assert Mentions.of("Any trend this month?").mentions(30) and Mentions.of("over 90 days").mentions(90)
+    assert not Mentions.of("Is it weekly maintenance?").mentions(7)  # a word that only starts like a unit
+    assert not Mentions.of("How is the system doing today?").numbers
+
+
 def test_grounding_drops_only_optional_values_nobody_mentioned() -> None:
     said = Mentions.of("Are there any open work orders?")
     parameters = {**WORK_ORDERS["function"]["parameters"], "required": ["limit"]}
