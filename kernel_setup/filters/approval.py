@@ -4,9 +4,10 @@ Per-function policy (`Approval.Policy`): reads default to ``allow``, writes to `
 A write needing approval is not run: it is checked (`check_write`: input it could never carry out,
 such as an unknown pump, is refused at once), then parked durably, bound to a hash of its exact
 canonical arguments and to the requester, and the caller sees ``{"status": "pending_approval", ...}``.
-The same intent again returns the same pending approval, or the first result once it ran. Only the
-approvals door (a context-variable grant) lets the parked call through; write services check the
-grant again themselves, so a kernel without this filter still cannot write.
+The same intent again returns the same pending approval, or the first result once it ran (marked
+``"replayed": true``: nothing was done again). Only the approvals door (a context-variable grant)
+lets the parked call through; write services check the grant again themselves, so a kernel without
+this filter still cannot write.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ class ApprovalGate:
         if first is not None:
             context.result = FunctionResult(
                 function=function.metadata,
-                value=first,
+                value=_replayed(first),
                 metadata={STATUS_KEY: "ok", DETAIL_KEY: "replayed: this exact action already ran; first result"},
             )
             return
@@ -157,6 +158,19 @@ class ApprovalGate:
             value=json.dumps(payload, separators=(",", ":")),
             metadata={STATUS_KEY: status, DETAIL_KEY: detail or None},
         )
+
+
+def _replayed(first: str) -> str:
+    """The first result of an action that already ran, saying so (a caller must not report it as done again)."""
+    try:
+        value = json.loads(first)
+    except ValueError:
+        return first
+    if not isinstance(value, dict):
+        return first
+    value["replayed"] = True
+    value["message"] = "This exact action already ran; this is its first result. Nothing was done again."
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _mark_audited(context: FunctionInvocationContext, grant: Grant) -> None:

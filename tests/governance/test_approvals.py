@@ -60,6 +60,7 @@ async def test_a_write_is_parked_then_executed_once_on_approval_and_the_same_int
         assert approved.status.value == "executed" and approved.result["work_order_id"] == "WO-0001"
         assert await count(app, "wo") == 1
         replay = await propose(app)
+        assert replay.pop("replayed") is True and "Nothing was done again" in replay.pop("message")
         assert replay == approved.result
         second = await app.approvals.approve(parked["approval_id"], by="carol")
         assert second.result == approved.result
@@ -308,7 +309,7 @@ async def test_a_write_that_already_ran_replays_its_result_even_when_its_check_w
         await conn.execute("UPDATE alarms SET active = 0 WHERE alarm_id = ?", ("ALM-0001",))  # cleared since
     with acting_as(CallContext(principal="alice", session="s1", door="test")):
         replay = json.loads(str((await app.kernel.invoke(acknowledge, arguments)).value))
-    assert replay == done.result
+    assert replay["replayed"] is True and replay["alarm_id"] == done.result["alarm_id"] == "ALM-0001"
 
 
 async def test_a_declared_check_its_plugin_lacks_is_a_loud_error_not_a_skipped_check() -> None:
