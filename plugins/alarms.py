@@ -55,6 +55,9 @@ class AlarmsPlugin:
         """Acknowledge an alarm (runs only under an approval grant)."""
         return await self._service.acknowledge(alarm_id, note, active_grant())
 
-    async def check_acknowledge_alarm(self, alarm_id: str, note: str) -> None:
-        """Raise what `acknowledge_alarm` would for this input (an unknown or cleared alarm, a bad note); no write."""
-        await self._service.check_acknowledge(alarm_id, note)
+    async def check_acknowledge_alarm(self, alarm_id: str, note: str) -> dict[str, str]:
+        """Raise what `acknowledge_alarm` would for this input (an unknown or cleared alarm, a bad note); no write.
+
+        Returns the alarm id and note in canonical form.
+        """
+        return await self._service.check_acknowledge(alarm_id, note)

@@ -4,7 +4,8 @@ A function that declares nothing is treated as a destructive, non-idempotent wri
 undeclared function is never let through as a read by mistake. A write may name a check: a method
 of the same plugin, taking the same arguments, that raises what the write would raise for input it
 could never carry out (an unknown pump, a summary too short), so the approval gate refuses such a
-call at once instead of parking it for a supervisor whose approval could only fail.
+call at once instead of parking it for a supervisor whose approval could only fail, and returns the
+arguments it normalises in canonical form (a trimmed, upper-case id), so one intent is one approval.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def traits_of(function: KernelFunction) -> ToolTraits:
     return traits if isinstance(traits, ToolTraits) else UNDECLARED
 
 
-async def check_write(function: KernelFunction, arguments: Mapping[str, Any]) -> None:
-    """Run the write's declared check on ``arguments``; nothing for a function that declares none.
+async def check_write(function: KernelFunction, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Run the write's declared check on ``arguments``: their canonical form (as given without a check).
 
     Raises:
         PumpOpsError: whatever the check raises for input the write could never carry out.
@@ -84,9 +85,9 @@ async def check_write(function: KernelFunction, arguments: Mapping[str, Any]) ->
     """
     name = traits_of(function).check
     if name is None:
-        return
+        return dict(arguments)
     plugin = getattr(getattr(function, "method", None), "__self__", None)
-    check: Callable[..., Awaitable[None]] | None = getattr(plugin, name, None)
+    check: Callable[..., Awaitable[Mapping[str, Any]]] | None = getattr(plugin, name, None)
     if check is None:
         raise LookupError(f"{function.fully_qualified_name} declares the check {name!r}, which its plugin lacks.")
-    await check(**arguments)
+    return {**arguments, **await check(**arguments)}

@@ -38,9 +38,12 @@ class WorkOrdersPlugin:
         """Create a work order (runs only under an approval grant)."""
         return await self._service.create(pump_id, priority, summary, active_grant())
 
-    async def check_create_work_order(self, pump_id: str, priority: Priority | str, summary: str) -> None:
-        """Raise what `create_work_order` would for this input (an unknown pump, a bad summary); no write."""
-        await self._service.check(pump_id, summary)
+    async def check_create_work_order(self, pump_id: str, priority: Priority | str, summary: str) -> dict[str, str]:
+        """Raise what `create_work_order` would for this input (an unknown pump, a bad summary); no write.
+
+        Returns the pump id and summary in canonical form.
+        """
+        return await self._service.check(pump_id, summary)
 
     @reads
     @kernel_function(

@@ -92,17 +92,21 @@ class AlarmService:
             raise NotFoundError.alarm(alarm_id)
         return _alarm(row)
 
-    async def check_acknowledge(self, alarm_id: str, note: str) -> None:
-        """Refuse what `acknowledge` could never carry out, without writing: checked again when it runs.
+    async def check_acknowledge(self, alarm_id: str, note: str) -> dict[str, str]:
+        """Refuse what `acknowledge` could never carry out, without writing (checked again when it runs).
+
+        Returns:
+            ``alarm_id`` and ``note`` in the form `acknowledge` stores them.
 
         Raises:
             InvalidInputError: not an alarm id, a bad note, or the alarm is not active.
             NotFoundError: unknown alarm.
         """
-        _check_note(note)
+        text = _check_note(note)
         alarm = await self.get(alarm_id)
         if not alarm.active:
             raise _not_active(alarm.alarm_id)
+        return {"alarm_id": alarm.alarm_id, "note": text}
 
     async def acknowledge(self, alarm_id: str, note: str, grant: Grant | None) -> str:
         """Acknowledge an active alarm under an approval grant; a replay returns the first result.

@@ -83,17 +83,21 @@ class WorkOrderService:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def check(self, pump_id: str, summary: str) -> None:
-        """Refuse what `create` could never carry out, without writing: checked again when it runs.
+    async def check(self, pump_id: str, summary: str) -> dict[str, str]:
+        """Refuse what `create` could never carry out, without writing (checked again when it runs).
+
+        Returns:
+            ``pump_id`` and ``summary`` in the form `create` stores them.
 
         Raises:
             InvalidInputError: not a pump id, or a bad summary.
             NotFoundError: unknown pump.
         """
         pump = normalize_pump_id(pump_id)
-        check_summary(summary)
+        text = check_summary(summary)
         if await self._db.fetch_one("SELECT 1 FROM pumps WHERE pump_id = ?", (pump,)) is None:
             raise NotFoundError.pump(pump_id)
+        return {"pump_id": pump, "summary": text}
 
     async def create(self, pump_id: str, priority: Priority, summary: str, grant: Grant | None) -> str:
         """Create one work order under an approval grant; a replay returns the first result.

@@ -2,12 +2,12 @@
 
 Per-function policy (`Approval.Policy`): reads default to ``allow``, writes to ``require_approval``.
 A write needing approval is not run: it is checked (`check_write`: input it could never carry out,
-such as an unknown pump, is refused at once), then parked durably, bound to a hash of its exact
-canonical arguments and to the requester, and the caller sees ``{"status": "pending_approval", ...}``.
-The same intent again returns the same pending approval, or the first result once it ran (marked
-``"replayed": true``: nothing was done again). Only the approvals door (a context-variable grant)
-lets the parked call through; write services check the grant again themselves, so a kernel without
-this filter still cannot write.
+such as an unknown pump, is refused at once; ids and text are put in canonical form), then parked
+durably, bound to a hash of its exact canonical arguments and to the requester, and the caller
+sees ``{"status": "pending_approval", ...}``. The same intent again returns the same pending
+approval, or the first result once it ran (marked ``"replayed": true``: nothing was done again).
+Only the approvals door (a context-variable grant) lets the parked call through; write services
+check the grant again themselves, so a kernel without this filter still cannot write.
 """
 
 from __future__ import annotations
@@ -111,6 +111,15 @@ class ApprovalGate:
         call = current_call()
         intent = intent_key(call.principal, call.session, name, arguments)
         first = await self._store.executed_result(intent)
+        if first is None:
+            # Input the write could never carry out is refused here, not parked; the rest in canonical form
+            # ("pump-007 " is PUMP-007), so spelling variants of one intent are one approval.
+            canonical = await check_write(function, arguments)
+            if canonical != arguments:
+                arguments = canonical
+                context.arguments.update(canonical)
+                intent = intent_key(call.principal, call.session, name, arguments)
+                first = await self._store.executed_result(intent)
         if first is not None:
             context.result = FunctionResult(
                 function=function.metadata,
@@ -118,7 +127,6 @@ class ApprovalGate:
                 metadata={STATUS_KEY: "ok", DETAIL_KEY: "replayed: this exact action already ran; first result"},
             )
             return
-        await check_write(function, arguments)  # input the write could never carry out is refused, not parked
         approval = await self._store.park(
             name,
             arguments,

@@ -322,3 +322,17 @@ async def test_a_declared_check_its_plugin_lacks_is_a_loud_error_not_a_skipped_c
     function = Kernel().add_plugin(Broken(), "broken")["do_it"]
     with pytest.raises(LookupError, match="check_nothing"):
         await check_write(function, {"value": "x"})
+
+
+async def test_spelling_variants_of_one_intent_are_one_approval_parked_in_canonical_form(tmp_path: Path) -> None:
+    async with open_app(settings_for(tmp_path)) as app:
+        loose = await propose(app, **{**ORDER, "pump_id": " pump-007", "summary": f"  {ORDER['summary']} "})
+        exact = await propose(app)
+        assert loose["approval_id"] == exact["approval_id"] and await count(app, "apr") == 1
+        parked = await app.approvals.get(loose["approval_id"])
+        assert parked.arguments == ORDER
+        done = await app.approvals.approve(loose["approval_id"], by="bob")
+        assert done.status.value == "executed" and done.result["pump_id"] == "PUMP-007"
+        replay = await propose(app, **{**ORDER, "pump_id": "Pump-007"})
+        assert replay["replayed"] is True and replay["work_order_id"] == done.result["work_order_id"]
+        assert await count(app, "wo") == 1
