@@ -12,6 +12,17 @@ import numpy as np
 
 from memory import Embedder
 
+# The contract of `pumpops ingest --json` (and `IngestReport.to_dict`).
+REPORT_KEYS = {
+    "documents",
+    "documents_removed",
+    "chunks_added",
+    "chunks_updated",
+    "chunks_removed",
+    "skipped",
+    "seconds",
+}
+
 
 class CachingEmbedder(Embedder):
     """The real `Embedder`, remembering each text's vector."""

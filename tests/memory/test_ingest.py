@@ -5,7 +5,7 @@ import pytest
 
 from memory import DocumentIndex, IndexConfig, IngestManifest, chunk_markdown, corpus_files, ingest
 from memory.corpus import source_name
-from tests.memory.support import CachingEmbedder
+from tests.memory.support import REPORT_KEYS, CachingEmbedder
 
 MANUAL_A = """# Seal Manual
 
@@ -32,6 +32,15 @@ def write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
+async def ingest_two_manuals(
+    index: DocumentIndex, manifest: IngestManifest, folder: Path
+) -> tuple[Path, Path, set[str], set[str]]:
+    """Manuals a and b ingested from ``folder``: their paths and stored chunk ids."""
+    a, b = write(folder, "a.md", MANUAL_A), write(folder, "b.md", MANUAL_B)
+    await ingest([folder], index, manifest)
+    return a, b, await stored_ids_of(index, manifest, a), await stored_ids_of(index, manifest, b)
+
+
 async def stored_ids_of(index: DocumentIndex, manifest: IngestManifest, path: Path) -> set[str]:
     recorded = set(await manifest.chunks(source_name(path)))
     assert await index.existing_ids(list(recorded)) == recorded
@@ -47,15 +56,7 @@ async def test_ingesting_the_shipped_corpus_indexes_every_chunk_once(
     assert report.skipped == []
     assert await memory_index.count() == expected
     assert len(await manifest.sources()) == 14
-    assert set(report.to_dict()) == {
-        "documents",
-        "documents_removed",
-        "chunks_added",
-        "chunks_updated",
-        "chunks_removed",
-        "skipped",
-        "seconds",
-    }
+    assert set(report.to_dict()) == REPORT_KEYS
 
 
 async def test_re_ingesting_unchanged_documents_adds_nothing(
@@ -72,10 +73,7 @@ async def test_re_ingesting_unchanged_documents_adds_nothing(
 async def test_an_edited_document_replaces_exactly_its_changed_chunks(
     memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
 ) -> None:
-    a = write(tmp_path, "a.md", MANUAL_A)
-    b = write(tmp_path, "b.md", MANUAL_B)
-    await ingest([tmp_path], memory_index, manifest)
-    ids_a, ids_b = await stored_ids_of(memory_index, manifest, a), await stored_ids_of(memory_index, manifest, b)
+    a, b, ids_a, ids_b = await ingest_two_manuals(memory_index, manifest, tmp_path)
 
     write(tmp_path, "a.md", MANUAL_A.replace("Keep the flush flowing", "Keep the seal flush flowing"))
     report = await ingest([tmp_path], memory_index, manifest)
@@ -91,10 +89,7 @@ async def test_an_edited_document_replaces_exactly_its_changed_chunks(
 async def test_a_document_deleted_from_the_folder_leaves_the_index_with_its_chunks(
     memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
 ) -> None:
-    a = write(tmp_path, "a.md", MANUAL_A)
-    b = write(tmp_path, "b.md", MANUAL_B)
-    await ingest([tmp_path], memory_index, manifest)
-    ids_a, ids_b = await stored_ids_of(memory_index, manifest, a), await stored_ids_of(memory_index, manifest, b)
+    a, b, ids_a, ids_b = await ingest_two_manuals(memory_index, manifest, tmp_path)
 
     b.unlink()
     assert (await ingest([b], memory_index, manifest)).documents_removed == 0  # a file named alone: not a folder

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from kernel_setup.cli.common import CliState
 from kernel_setup.cli.ingest_cmd import ingest_command
+from tests.memory.support import REPORT_KEYS
 
 
 def pumpops() -> typer.Typer:
@@ -42,15 +43,7 @@ def test_ingest_json_summary_reports_documents_chunks_and_skipped_files(tmp_path
 
     assert first.exit_code == 0, first.output
     summary = json.loads(first.stdout)
-    assert set(summary) == {
-        "documents",
-        "documents_removed",
-        "chunks_added",
-        "chunks_updated",
-        "chunks_removed",
-        "skipped",
-        "seconds",
-    }
+    assert set(summary) == REPORT_KEYS
     assert (summary["documents"], summary["chunks_added"], summary["chunks_removed"]) == (1, 1, 0)
     assert summary["skipped"] == [{"path": str(docs / "blank.md"), "reason": "empty file"}]
     assert json.loads(again.stdout)["chunks_added"] == 0
