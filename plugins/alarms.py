@@ -50,7 +50,9 @@ class AlarmsPlugin:
     async def acknowledge_alarm(
         self,
         alarm_id: Annotated[str, "Exact alarm identifier, e.g. 'ALM-0001'."],
-        note: Annotated[str, "What is being done about it, 1-500 characters, e.g. 'Crew dispatched to PUMP-007'."],
+        note: Annotated[
+            str, "What is being done about it, 1-500 characters, e.g. 'Crew dispatched; bearing check under way'."
+        ],
     ) -> str:
         """Acknowledge an alarm (runs only under an approval grant)."""
         return await self._service.acknowledge(alarm_id, note, active_grant())

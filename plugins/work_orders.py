@@ -33,7 +33,11 @@ class WorkOrdersPlugin:
         self,
         pump_id: Annotated[str, "Exact pump identifier, e.g. 'PUMP-007'."],
         priority: Annotated[Priority, "How soon, e.g. 'high'; 'urgent' only for zone D or trip-level readings."],
-        summary: Annotated[str, "What to do and why, 5-500 characters, e.g. 'Inspect DE bearing; 9.4 mm/s zone D'."],
+        summary: Annotated[
+            str,
+            "What to do and why, 5-500 characters: the operator's own request, e.g. for 'grease the bearings of "
+            "PUMP-002' write 'Grease the bearings'; no value a tool did not return.",
+        ],
     ) -> str:
         """Create a work order (runs only under an approval grant)."""
         return await self._service.create(pump_id, priority, summary, active_grant())

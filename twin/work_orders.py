@@ -72,7 +72,7 @@ def check_summary(summary: str) -> str:
     if not MIN_SUMMARY <= len(text) <= MAX_SUMMARY:
         raise InvalidInputError(
             f"summary must be {MIN_SUMMARY}-{MAX_SUMMARY} characters describing the work, e.g. "
-            "'Inspect drive-end bearing; vibration 9.4 mm/s (zone D)'."
+            "'Inspect the drive-end bearing and check alignment'."
         )
     return text
 
