@@ -196,11 +196,12 @@ async def _finish(plan: _Plan, index: DocumentIndex, manifest: IngestManifest) -
 
 async def _vanished(paths: Sequence[Path] | None, manifest: IngestManifest) -> list[str]:
     """Recorded sources whose file is gone, under the existing folders ingested (or shipped, by default)."""
-    folders = [corpus_dir().resolve()] if not paths else [p.resolve() for p in paths if p.is_dir()]
+    shipped = corpus_dir().resolve()
+    folders = [shipped] if not paths else [p.resolve() for p in paths if p.is_dir()]
     gone: list[str] = []
     for source in await manifest.sources():
         if source.startswith(SHIPPED_PREFIX):
-            path = corpus_dir().resolve() / source.removeprefix(SHIPPED_PREFIX)
+            path = shipped / source.removeprefix(SHIPPED_PREFIX)
         else:
             path = Path(source)
         if not path.exists() and not path.is_symlink() and any(path.is_relative_to(f) for f in folders):

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from governance import Grant, complete, redeem
 from storage import Database
 from twin.errors import InvalidInputError, NotFoundError
-from twin.identifiers import normalize_alarm_id, normalize_pump_id
+from twin.identifiers import normalize_alarm_id, normalize_pump_id, trimmed_text
 from twin.models import Severity
 
 ACKNOWLEDGE_FUNCTION = "alarms-acknowledge_alarm"
@@ -156,10 +156,7 @@ def _check_note(note: str) -> str:
     Raises:
         InvalidInputError: empty or too long.
     """
-    text = note.strip()
-    if not 1 <= len(text) <= MAX_NOTE:
-        raise InvalidInputError(f"note must be 1-{MAX_NOTE} characters, e.g. 'Crew dispatched; bearing check'.")
-    return text
+    return trimmed_text(note, name="note", minimum=1, maximum=MAX_NOTE, example="Crew dispatched; bearing check")
 
 
 def _not_active(alarm_id: str) -> InvalidInputError:

@@ -1,4 +1,4 @@
-"""Identifier shapes and the small normalisations applied before lookup."""
+"""Identifier shapes and the small normalisations applied before lookup or storage."""
 
 from __future__ import annotations
 
@@ -43,3 +43,15 @@ def normalize_alarm_id(raw: str) -> str:
 def escape_like(value: str) -> str:
     r"""Escape LIKE wildcards so user text matches literally (use with ``ESCAPE '\'``)."""
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def trimmed_text(raw: str, *, name: str, minimum: int, maximum: int, example: str, describing: str = "") -> str:
+    """``raw`` trimmed, refused unless ``minimum``-``maximum`` characters long.
+
+    Raises:
+        InvalidInputError: too short or too long; the message names ``name``, the bounds and ``example``.
+    """
+    text = raw.strip()
+    if not minimum <= len(text) <= maximum:
+        raise InvalidInputError(f"{name} must be {minimum}-{maximum} characters{describing}, e.g. '{example}'.")
+    return text

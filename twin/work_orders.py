@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from governance import Grant, complete, redeem
 from storage import Database
-from twin.errors import InvalidInputError, NotFoundError
-from twin.identifiers import normalize_pump_id
+from twin.errors import NotFoundError
+from twin.identifiers import normalize_pump_id, trimmed_text
 
 MAX_WORK_ORDERS_LISTED = 50
 MIN_SUMMARY = 5
@@ -68,13 +68,14 @@ def check_summary(summary: str) -> str:
     Raises:
         InvalidInputError: too short or too long.
     """
-    text = summary.strip()
-    if not MIN_SUMMARY <= len(text) <= MAX_SUMMARY:
-        raise InvalidInputError(
-            f"summary must be {MIN_SUMMARY}-{MAX_SUMMARY} characters describing the work, e.g. "
-            "'Inspect the drive-end bearing and check alignment'."
-        )
-    return text
+    return trimmed_text(
+        summary,
+        name="summary",
+        minimum=MIN_SUMMARY,
+        maximum=MAX_SUMMARY,
+        example="Grease the bearings",
+        describing=" describing the work",
+    )
 
 
 class WorkOrderService:

@@ -86,9 +86,8 @@ def _span_days(text: str) -> set[float]:
     """Days of the spans of time ``text`` names in words or with a count ("3 weeks" is 21; "30 days" stays 30)."""
     days: set[float] = set()
     for count, unit in _SPAN.findall(text):
-        number = _COUNT_WORDS.get(count.lower(), None) if count and not count.isdigit() else int(count or 1)
-        if number is not None:
-            days.add(float(number * _UNIT_DAYS[unit.lower()]))
+        number = int(count) if count.isdigit() else _COUNT_WORDS.get(count.lower(), 1)  # no count: one unit
+        days.add(float(number * _UNIT_DAYS[unit.lower()]))
     return days
 
 
