@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "answer_grammar",
     "call_prefix",
     "decision_grammar",
+    "enum_words",
     "route_grammar",
     "tool_calls_grammar",
     "tool_name_grammar",
@@ -99,16 +100,22 @@ class Mentions:
     and ``-`` read as spaces (``in_progress`` matches "in progress", ``PUMP-007`` "pump 007"); a
     number when it stands alone in the text (not the ``007`` of ``PUMP-007``), or as the days of a
     span of time ("the past week" mentions 7, "two months" 60, "3 weeks" 21).
+
+    A word directly before one of ``nouns`` (the values of the tools' enums) qualifies that noun
+    and names nothing itself: "low discharge pressure" does not mention the severity ``low``, nor
+    "high vibration" ``high``; "high alarms" and "low priority" still do.
     """
 
     text: str
     numbers: frozenset[float]
+    nouns: tuple[str, ...] = ()
 
     @classmethod
-    def of(cls, text: str) -> Mentions:
-        """The mentions in ``text``."""
+    def of(cls, text: str, *, nouns: Iterable[str] = ()) -> Mentions:
+        """The mentions in ``text``; ``nouns`` are the phrases a word before them only qualifies (`enum_words`)."""
         numbers = {float(n) for n in _NUMBER.findall(text)} | _span_days(text)
-        return cls(text=_spaced(text), numbers=frozenset(numbers))
+        spaced = {_spaced(noun) for noun in nouns} - {""}
+        return cls(text=_spaced(text), numbers=frozenset(numbers), nouns=tuple(sorted(spaced)))
 
     def mentions(self, value: Any) -> bool:
         """Whether ``value`` (a string or a number; never a boolean) was mentioned."""
@@ -117,7 +124,15 @@ class Mentions:
         if isinstance(value, int | float):
             return float(value) in self.numbers
         needle = _spaced(str(value))
-        return bool(needle) and re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", self.text) is not None
+        if not needle:
+            return False
+        found = re.finditer(rf"(?<!\w){re.escape(needle)}(?!\w)", self.text)
+        return any(not self._qualifies(match.end(), needle) for match in found)
+
+    def _qualifies(self, end: int, needle: str) -> bool:
+        """Whether the words after position ``end`` start another noun, which ``needle`` then qualifies."""
+        rest = self.text[end:].lstrip()
+        return any(noun != needle and re.match(rf"{re.escape(noun)}(?!\w)", rest) for noun in self.nouns)
 
     def enum_values(self, schema: Mapping[str, Any]) -> list[Any] | None:
         """The mentioned values of an enum schema; None when ``schema`` is not an enum."""
@@ -146,6 +161,16 @@ class Mentions:
             for key, value in arguments.items()
             if key in required or isinstance(value, bool) or self.mentions(value)
         }
+
+
+def enum_words(tools: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Every string value of the tools' parameter enums (``Mentions.of``'s nouns), e.g. ``flow``, ``critical``."""
+    words: set[str] = set()
+    for tool in tools:
+        properties = (tool.get("function", {}).get("parameters") or {}).get("properties") or {}
+        for schema in properties.values():
+            words.update(v for v in schema.get("enum") or () if isinstance(v, str))
+    return words
 
 
 def _spaced(text: str) -> str:

@@ -68,6 +68,7 @@ from kernel_setup.chat.grammar import (
     Mentions,
     answer_grammar,
     call_prefix,
+    enum_words,
     route_grammar,
     tool_calls_grammar,
     tool_name_grammar,
@@ -433,7 +434,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
         if tools and (last_role == AuthorRole.USER or after_results):
             names = [str(t["function"]["name"]) for t in tools]
             call_prompt: str | None = prompt
-            said = Mentions.of(_conversation_text(chat_history))
+            said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
             grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, said=said)
             head = ""
             scorer = getattr(self._engine, "tool_start_logprob", None)

@@ -11,6 +11,7 @@ from kernel_setup.chat.grammar import (
     Mentions,
     answer_grammar,
     call_prefix,
+    enum_words,
     route_grammar,
     tool_calls_grammar,
     validate_arguments,
@@ -234,6 +235,19 @@ def test_spans_of_time_in_words_mention_their_days() -> None:
     assert Mentions.of("Any trend this month?").mentions(30) and Mentions.of("over 90 days").mentions(90)
     assert not Mentions.of("Is it weekly maintenance?").mentions(7)  # a word that only starts like a unit
     assert not Mentions.of("How is the system doing today?").numbers
+
+
+def test_a_word_before_another_enum_value_qualifies_it_and_mentions_nothing() -> None:
+    nouns = enum_words([ALARMS, TREND, WORK_ORDERS])
+    assert {"low", "critical", "flow", "vibration", "open"} <= nouns
+    trip = Mentions.of("Why is PUMP-006 offline, and what about its low flow?", nouns=nouns)
+    assert not trip.mentions("low") and trip.mentions("flow")
+    assert not Mentions.of("Alarms for high vibration?", nouns=nouns).mentions("high")
+    assert Mentions.of("Any high alarms? And low ones?", nouns=nouns).mentions("low")
+    assert Mentions.of("Low flow on PUMP-006, and the low alarms?", nouns=nouns).mentions("low")  # the second one
+    assert Mentions.of("Show the low flow alarms").mentions("low")  # without nouns, every whole word counts
+    grammar = tool_calls_grammar([ALARMS], said=trip)
+    assert "severity" not in grammar and "active_only" in grammar  # no severity mentioned: none can be written
 
 
 def test_grounding_drops_only_optional_values_nobody_mentioned() -> None:
