@@ -22,6 +22,7 @@ from kernel_setup.approvals import ApprovalService
 from kernel_setup.audit import AuditLog
 from kernel_setup.chat.factory import ollama_client
 from kernel_setup.chat.provider import chat_backend, check_chat_model
+from kernel_setup.chat.relevance import DomainRelevance
 from kernel_setup.filters import validate_arguments
 from kernel_setup.filters.approval import ApprovalGate
 from kernel_setup.filters.audit import AuditFilter
@@ -63,7 +64,7 @@ class AppContext:
 
     def runner(self) -> TurnRunner:
         """A turn runner on the chat model chosen by `Chat.Provider` (ollama, local or auto)."""
-        backend = chat_backend(self.settings, self.chat_client)
+        backend = chat_backend(self.settings, self.chat_client, DomainRelevance(self.manuals))
         return TurnRunner(
             self.kernel,
             backend.service,
@@ -117,15 +118,18 @@ async def open_app(
     load_sample: bool = True,
     chat_transport: httpx.AsyncBaseTransport | None = None,
     embedder: Embedder | None = None,
+    manuals: DocumentIndex | None = None,
 ) -> AsyncIterator[AppContext]:
     """Open the database (created, migrated and, when empty, loaded with the sample fleet) and build the kernel.
 
     ``chat_transport`` replaces the HTTP transport to Ollama (tests use a scripted fake); ``embedder``
-    shares an already loaded embedding model. The manuals index opens Qdrant and loads the model only
+    shares an already loaded embedding model; ``manuals`` shares a manuals index the caller closes
+    (one open index per local Qdrant folder). The manuals index opens Qdrant and loads the model only
     when first searched.
     """
     db = await Database.open(settings.database_path)
-    manuals = document_index(settings, embedder)
+    owned = manuals is None
+    manuals = manuals or document_index(settings, embedder)
     try:
         if load_sample:
             await load_sample_fleet(db)
@@ -145,5 +149,6 @@ async def open_app(
         app.kernel = build_kernel(app)
         yield app
     finally:
-        await manuals.close()
+        if owned:
+            await manuals.close()
         await db.close()

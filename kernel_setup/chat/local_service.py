@@ -5,7 +5,11 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
 1. **Route.** Natively, from the conversation prompt itself (cached): the log-probability that the
    model opens its turn like a call (first token starting with ``<``, ``{`` or a fence) against
    ``tool_start_threshold``; above it the call is written greedily in the ``<tool_call>`` format.
-   Engines without that score fall back to a routing prompt (``no_tool`` or a tool name).
+   Below it, a message close to what the tools answer (a `Relevance` of at least
+   ``relevance_threshold``: the operator asked about pumps or the manuals' subjects) is still
+   answered with a call: the 1.5B model otherwise answers some manual questions (a lockout
+   procedure, NPSH) from its own memory. Engines without that score fall back to a routing prompt
+   (``no_tool`` or a tool name).
 2. **Call.** Greedy decoding under grammars built from the tool schemas: one or two ``<tool_call>``
    blocks naming advertised tools, with schema-valid arguments, optional filters only as the
    conversation mentions them. The call is first written without a grammar and kept when the
@@ -95,6 +99,7 @@ __all__ = [
     "LlamaEngine",
     "LocalChatCompletion",
     "LocalChatPromptExecutionSettings",
+    "Relevance",
     "llama_available",
     "load_engine",
 ]
@@ -130,6 +135,14 @@ class CompletionEngine(Protocol):
         With ``grammar_tokens``, ``grammar`` constrains only that many opening tokens and the rest is
         generated freely (grammar sampling costs about a third of the generation speed).
         """
+        ...
+
+
+class Relevance(Protocol):
+    """How close an operator's message is to what the tools answer, 0 (unrelated) to 1 (cosine similarity)."""
+
+    async def __call__(self, text: str, tools: Sequence[Mapping[str, Any]]) -> float:
+        """The relevance of ``text`` to ``tools`` (as advertised, in the function-calling format)."""
         ...
 
 
@@ -349,6 +362,7 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     max_call_tokens: int = Field(default=200, ge=16)
     routing: bool = True
     tool_start_threshold: float = Field(default=-1.7, le=0.0)
+    relevance_threshold: float = Field(default=0.55, ge=0.0, le=1.0)
     route_after_results: bool = False
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
 
@@ -379,11 +393,20 @@ class LocalChatCompletion(ChatCompletionClientBase):
     _engine: CompletionEngine = PrivateAttr()
     _prompt_tools: list[dict[str, Any]] = PrivateAttr(default_factory=list)
     _marker: str = PrivateAttr(default_factory=_letters_marker)
+    _relevance: Relevance | None = PrivateAttr(default=None)
 
-    def __init__(self, engine: CompletionEngine, *, ai_model_id: str = "local-gguf", service_id: str = "pumpops-chat"):
-        """Wrap ``engine`` (a `LlamaEngine`, or a scripted one in tests)."""
+    def __init__(
+        self,
+        engine: CompletionEngine,
+        *,
+        relevance: Relevance | None = None,
+        ai_model_id: str = "local-gguf",
+        service_id: str = "pumpops-chat",
+    ):
+        """Wrap ``engine`` (a `LlamaEngine`, or a scripted one in tests); ``relevance`` informs routing."""
         super().__init__(ai_model_id=ai_model_id, service_id=service_id)
         self._engine = engine
+        self._relevance = relevance
 
     def get_prompt_execution_settings_class(self) -> type[PromptExecutionSettings]:
         """The settings class this service reads."""
@@ -448,7 +471,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
                     start = await asyncio.to_thread(scorer, prompt)
                     usage.completion += 1
-                    if start >= settings.tool_start_threshold:
+                    if start >= settings.tool_start_threshold or await self._relevant(chat_history, tools, settings):
                         # The call's fixed opening goes in the prompt (read in one batch). First the whole call
                         # without a grammar, kept if the grammar would have allowed it (`strict_tool_calls`).
                         free = await self._text(prompt + NAME_OPENING, None, settings.max_call_tokens, greedy, usage)
@@ -484,6 +507,14 @@ class LocalChatCompletion(ChatCompletionClientBase):
             text_item = StreamingTextContent(choice_index=0, text=piece, ai_model_id=self.ai_model_id)
             yield [self._chunk([text_item], function_invoke_attempt)]
         yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
+
+    async def _relevant(
+        self, chat_history: ChatHistory, tools: Sequence[Mapping[str, Any]], settings: LocalChatPromptExecutionSettings
+    ) -> bool:
+        """Whether the operator's last message is close enough to the tools' subjects to be answered with a call."""
+        if self._relevance is None or chat_history.messages[-1].role != AuthorRole.USER:
+            return False
+        return await self._relevance(_last_user_text(chat_history), tools) >= settings.relevance_threshold
 
     def _calls_chunk(self, calls: Sequence[ParsedCall], attempt: int, usage: _Usage) -> StreamingChatMessageContent:
         items = [

@@ -28,6 +28,7 @@ from kernel_setup.chat.factory import (
 from kernel_setup.chat.local_service import (
     LocalChatCompletion,
     LocalChatPromptExecutionSettings,
+    Relevance,
     llama_available,
     load_engine,
 )
@@ -66,11 +67,14 @@ def local_model_problem(settings: Settings) -> str | None:
     return None
 
 
-def local_service(settings: Settings) -> LocalChatCompletion:
-    """The in-process service; the loaded weights are shared by every service on the same file."""
+def local_service(settings: Settings, relevance: Relevance | None = None) -> LocalChatCompletion:
+    """The in-process service; the loaded weights are shared by every service on the same file.
+
+    ``relevance`` lets routing call a tool for a message about the tools' subjects (`Relevance`).
+    """
     path = settings.resolve(settings.local_model.path)
     engine = load_engine(path, settings.local_model.threads, settings.local_model.context_size)
-    return LocalChatCompletion(engine, ai_model_id=path.stem, service_id=SERVICE_ID)
+    return LocalChatCompletion(engine, relevance=relevance, ai_model_id=path.stem, service_id=SERVICE_ID)
 
 
 def local_execution_settings(settings: Settings, *, seed: int | None = None) -> LocalChatPromptExecutionSettings:
@@ -114,8 +118,8 @@ async def check_chat_model(settings: Settings, client: ollama.AsyncClient) -> st
     return f"{settings.ollama.model_id} at {settings.ollama.host}"
 
 
-def chat_backend(settings: Settings, client: ollama.AsyncClient) -> ChatBackend:
-    """The service, request options and context size for ``Chat.Provider``."""
+def chat_backend(settings: Settings, client: ollama.AsyncClient, relevance: Relevance | None = None) -> ChatBackend:
+    """The service, request options and context size for ``Chat.Provider`` (``relevance``: the local model's)."""
     provider = settings.chat.provider
     if provider == ChatProvider.OLLAMA:
         return ChatBackend(
@@ -123,19 +127,23 @@ def chat_backend(settings: Settings, client: ollama.AsyncClient) -> ChatBackend:
         )
     if provider == ChatProvider.LOCAL:
         return ChatBackend(
-            local_service(settings), local_execution_settings(settings), settings.local_model.context_size
+            local_service(settings, relevance), local_execution_settings(settings), settings.local_model.context_size
         )
     return ChatBackend(
-        AutoChatCompletion(lambda: resolve_provider(settings, client), lambda p: _fixed_backend(settings, client, p)),
+        AutoChatCompletion(
+            lambda: resolve_provider(settings, client), lambda p: _fixed_backend(settings, client, p, relevance)
+        ),
         PromptExecutionSettings(service_id=SERVICE_ID),
         # Only Ollama truncates prompts silently; the local engine reports its real context.
         settings.ollama.num_ctx,
     )
 
 
-def _fixed_backend(settings: Settings, client: ollama.AsyncClient, provider: ChatProvider) -> ChatBackend:
+def _fixed_backend(
+    settings: Settings, client: ollama.AsyncClient, provider: ChatProvider, relevance: Relevance | None
+) -> ChatBackend:
     fixed = settings.model_copy(update={"chat": settings.chat.model_copy(update={"provider": provider})})
-    return chat_backend(fixed, client)
+    return chat_backend(fixed, client, relevance)
 
 
 class AutoChatCompletion(ChatCompletionClientBase):

@@ -30,9 +30,12 @@ from kernel_setup.agent.runner import ChatServiceError, TurnRunner
 from kernel_setup.app import AppContext, open_app
 from kernel_setup.chat.factory import ollama_client, ollama_service
 from kernel_setup.chat.provider import local_execution_settings, local_service, resolve_provider
+from kernel_setup.chat.relevance import DomainRelevance
 from kernel_setup.evaluation.questions import GoldenItem
 from kernel_setup.evaluation.scorer import Transcript
+from kernel_setup.manuals import document_index
 from kernel_setup.settings import ChatProvider, DatabaseSettings, Settings
+from memory import DocumentIndex
 from storage.errors import PumpOpsError
 
 __all__ = ["EvalRun", "run_eval", "throwaway_settings"]
@@ -94,24 +97,27 @@ async def run_eval(
         wanted = settings.model_copy(update={"chat": settings.chat.model_copy(update={"provider": provider})})
     chosen = await resolve_provider(wanted, ollama_client(settings.ollama))
     transcripts: list[Transcript] = []
-    with tempfile.TemporaryDirectory(prefix="pumpops-eval-") as folder:
-        workdir = Path(folder)
-        template = workdir / "template.db"
-        async with open_app(throwaway_settings(settings, template, chosen, temperature)):
-            pass  # created, migrated and loaded with the sample fleet
-        shared: ChatCompletionClientBase | None = None
-        if chosen == ChatProvider.LOCAL:
-            shared = local_service(settings)
-        fresh = functools.partial(_fresh_runner, settings, template, chosen, temperature, shared)
-        warmup_s = await _warm_up(fresh) if items else None
-        for trial in range(k):
-            seed = base_seed + trial
-            for item in items:
-                async with fresh(f"{item.id}-{trial}.db", seed) as runner:
-                    transcript = await _run_item(runner, item, trial, seed)
-                transcripts.append(transcript)
-                if on_trial is not None:
-                    on_trial(item, transcript)
+    # One manuals index for the run (one open index per local Qdrant folder): every item's app searches
+    # it and the shared local service's routing measures relevance with it.
+    async with document_index(settings) as manuals:
+        with tempfile.TemporaryDirectory(prefix="pumpops-eval-") as folder:
+            workdir = Path(folder)
+            template = workdir / "template.db"
+            async with open_app(throwaway_settings(settings, template, chosen, temperature), manuals=manuals):
+                pass  # created, migrated and loaded with the sample fleet
+            shared: ChatCompletionClientBase | None = None
+            if chosen == ChatProvider.LOCAL:
+                shared = local_service(settings, DomainRelevance(manuals))
+            fresh = functools.partial(_fresh_runner, settings, template, chosen, temperature, shared, manuals)
+            warmup_s = await _warm_up(fresh) if items else None
+            for trial in range(k):
+                seed = base_seed + trial
+                for item in items:
+                    async with fresh(f"{item.id}-{trial}.db", seed) as runner:
+                        transcript = await _run_item(runner, item, trial, seed)
+                    transcripts.append(transcript)
+                    if on_trial is not None:
+                        on_trial(item, transcript)
     return EvalRun(provider=chosen, transcripts=transcripts, warmup_s=warmup_s)
 
 
@@ -122,6 +128,7 @@ async def _fresh_runner(
     chosen: ChatProvider,
     temperature: float,
     shared: ChatCompletionClientBase | None,
+    manuals: DocumentIndex,
     name: str,
     seed: int | None,
 ) -> AsyncIterator[TurnRunner]:
@@ -130,7 +137,7 @@ async def _fresh_runner(
     await asyncio.to_thread(shutil.copyfile, template, database)
     try:
         run_settings = throwaway_settings(settings, database, chosen, temperature)
-        async with open_app(run_settings, load_sample=False) as app:
+        async with open_app(run_settings, load_sample=False, manuals=manuals) as app:
             service = shared or ollama_service(run_settings.ollama, app.chat_client)
             yield _runner(app, service, _execution_settings(run_settings, chosen, seed), chosen)
     finally:

@@ -3,7 +3,7 @@
 import json
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,6 +209,50 @@ async def test_native_routing_above_the_threshold_writes_the_call_greedily_in_th
     assert "<tool_response>" in answer["prompt"]
     assert len(engine.scored) == 1  # after the tool results the model answers; no second routing decision
     assert threading.get_ident() not in engine.threads
+
+
+@dataclass
+class FixedRelevance:
+    """A `Relevance` that answers one value and records what it was asked."""
+
+    value: float
+    asked: list[str] = field(default_factory=list)
+
+    async def __call__(self, text: str, tools: Sequence[Mapping[str, Any]]) -> float:
+        assert tools  # measured against the advertised tools
+        self.asked.append(text)
+        return self.value
+
+
+async def test_below_the_start_threshold_a_message_close_to_the_tools_subjects_still_gets_a_call(
+    tmp_path: Path,
+) -> None:
+    call = 'assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}'
+    engine = ScoringEngine([call, "PUMP-007 vibrates at 9.4 mm/s."], scores=[-2.5])
+    relevance = FixedRelevance(0.7)
+    result, _ = await run(tmp_path, engine, "And PUMP-007?", LocalChatCompletion(engine, relevance=relevance))
+    assert [c.name for c in result.tool_calls] == ["assets-get_pump_details"] and relevance.asked == ["And PUMP-007?"]
+    assert engine.requests[0]["prompt"].endswith('<tool_call>\n{"name": "')  # the same call path as above it
+
+    engine = ScoringEngine(["Hello! I answer questions about pumps."], scores=[-2.5])
+    quiet = FixedRelevance(0.2)
+    result, _ = await run(tmp_path, engine, "Hello!", LocalChatCompletion(engine, relevance=quiet))
+    assert result.tool_calls == [] and result.answer.startswith("Hello!") and quiet.asked == ["Hello!"]
+
+    # Above the start threshold the call needs no second opinion; a threshold of 1 turns the aid off.
+    engine = ScoringEngine([call, "PUMP-007 vibrates at 9.4 mm/s."], scores=[-0.4])
+    unasked = FixedRelevance(0.9)
+    await run(tmp_path, engine, "How is PUMP-007?", LocalChatCompletion(engine, relevance=unasked))
+    assert unasked.asked == []  # and after the tool result the model answers: relevance is never asked then
+    engine = ScoringEngine(["I cannot say."], scores=[-2.5])
+    result, _ = await run(
+        tmp_path,
+        engine,
+        "And PUMP-007?",
+        LocalChatCompletion(engine, relevance=FixedRelevance(0.9)),
+        relevance_threshold=1.0,
+    )
+    assert result.tool_calls == []
 
 
 async def test_the_system_prompt_is_the_same_prefix_on_every_turn_and_results_carry_its_marker(tmp_path: Path) -> None:
