@@ -5,11 +5,13 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
 1. **Route.** Natively, from the conversation prompt itself (cached): the log-probability that the
    model opens its turn like a call (first token starting with ``<``, ``{`` or a fence) against
    ``tool_start_threshold``; above it the call is written greedily in the ``<tool_call>`` format.
-   Below it, a message close to what the tools answer (a `Relevance` of at least
-   ``relevance_threshold``: the operator asked about pumps or the manuals' subjects) is still
-   answered with a call: the 1.5B model otherwise answers some manual questions (a lockout
-   procedure, NPSH) from its own memory. Engines without that score fall back to a routing prompt
-   (``no_tool`` or a tool name).
+   Near the line (below ``tool_start_threshold + borderline_margin``) the message's `Relevance`, its
+   closeness to what the tools answer, settles it: at least ``relevance_threshold`` (the operator
+   asked about pumps or the manuals' subjects) still gets a call below the threshold, since the 1.5B
+   model otherwise answers some manual questions (a lockout procedure, NPSH) from its own memory;
+   under ``off_topic_relevance`` (trivia, small talk) gets none just above it, where "What is the
+   capital of France?" and a poem request scored. Engines without that score fall back to a routing
+   prompt (``no_tool`` or a tool name).
 2. **Call.** Greedy decoding under grammars built from the tool schemas: one or two ``<tool_call>``
    blocks naming advertised tools, with schema-valid arguments, optional filters only as the
    conversation mentions them. The call is first written without a grammar and kept when the
@@ -363,6 +365,8 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     routing: bool = True
     tool_start_threshold: float = Field(default=-1.7, le=0.0)
     relevance_threshold: float = Field(default=0.55, ge=0.0, le=1.0)
+    borderline_margin: float = Field(default=0.35, ge=0.0)
+    off_topic_relevance: float = Field(default=0.25, ge=0.0, le=1.0)
     route_after_results: bool = False
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
 
@@ -471,7 +475,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
                     start = await asyncio.to_thread(scorer, prompt)
                     usage.completion += 1
-                    if start >= settings.tool_start_threshold or await self._relevant(chat_history, tools, settings):
+                    if await self._routes_to_call(start, chat_history, tools, settings):
                         # The call's fixed opening goes in the prompt (read in one batch). First the whole call
                         # without a grammar, kept if the grammar would have allowed it (`strict_tool_calls`).
                         free = await self._text(prompt + NAME_OPENING, None, settings.max_call_tokens, greedy, usage)
@@ -508,13 +512,27 @@ class LocalChatCompletion(ChatCompletionClientBase):
             yield [self._chunk([text_item], function_invoke_attempt)]
         yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
 
-    async def _relevant(
-        self, chat_history: ChatHistory, tools: Sequence[Mapping[str, Any]], settings: LocalChatPromptExecutionSettings
+    async def _routes_to_call(
+        self,
+        start: float,
+        chat_history: ChatHistory,
+        tools: Sequence[Mapping[str, Any]],
+        settings: LocalChatPromptExecutionSettings,
     ) -> bool:
-        """Whether the operator's last message is close enough to the tools' subjects to be answered with a call."""
+        """Whether a turn with the start score ``start`` opens with a call; near the line, relevance decides.
+
+        Well above the threshold (by ``borderline_margin``) the model's own opening decides. Below that, the
+        relevance of the operator's last message settles it: at least ``relevance_threshold`` calls whatever the
+        score, under ``off_topic_relevance`` does not call, between them the threshold decides.
+        """
+        if start >= settings.tool_start_threshold + settings.borderline_margin:
+            return True
         if self._relevance is None or chat_history.messages[-1].role != AuthorRole.USER:
-            return False
-        return await self._relevance(_last_user_text(chat_history), tools) >= settings.relevance_threshold
+            return start >= settings.tool_start_threshold
+        relevance = await self._relevance(_last_user_text(chat_history), tools)
+        if relevance >= settings.relevance_threshold:
+            return True
+        return start >= settings.tool_start_threshold and relevance >= settings.off_topic_relevance
 
     def _calls_chunk(self, calls: Sequence[ParsedCall], attempt: int, usage: _Usage) -> StreamingChatMessageContent:
         items = [

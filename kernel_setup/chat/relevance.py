@@ -4,8 +4,10 @@ The 1.5B model decides by itself whether to call a tool, and answers some manual
 lockout procedure, NPSH) from its own memory, which the manuals may contradict. `DomainRelevance`
 measures the message against the tool descriptions and the manuals index with the embedding model
 the docs search already uses: a question about pumps or the manuals' subjects scores 0.55 and more,
-small talk 0.25 and less. It only ever adds a call; terse operator questions ("Anything wrong?")
-score as low as small talk, so a low score decides nothing.
+small talk and trivia 0.28 and less. A high score adds a call the model would not have made; a low
+score only withholds one the model was unsure of (its opening score just above the threshold, where
+trivia such as "What is the capital of France?" lands), because terse operator questions ("Any open
+tickets?", "Is anything broken?") score as low as small talk and are decided by the model alone.
 """
 
 from __future__ import annotations

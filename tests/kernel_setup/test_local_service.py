@@ -255,6 +255,42 @@ async def test_below_the_start_threshold_a_message_close_to_the_tools_subjects_s
     assert result.tool_calls == []
 
 
+async def test_just_above_the_start_threshold_an_off_topic_message_gets_no_call(tmp_path: Path) -> None:
+    call = 'assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}'
+    # -1.6 is within the default margin (0.35) above the default threshold (-1.7): relevance decides.
+    engine = ScoringEngine(["Paris is the capital of France."], scores=[-1.6])
+    trivia = FixedRelevance(0.15)
+    result, _ = await run(
+        tmp_path, engine, "What is the capital of France?", LocalChatCompletion(engine, relevance=trivia)
+    )
+    assert (
+        result.tool_calls == []
+        and result.answer.startswith("Paris")
+        and trivia.asked == ["What is the capital of France?"]
+    )
+    assert len(engine.requests) == 1 and not engine.requests[0]["prompt"].endswith('{"name": "')
+
+    # Between the off-topic and the relevance thresholds the start threshold decides, as without relevance.
+    for service_relevance in (FixedRelevance(0.4), None):
+        engine = ScoringEngine([call, "PUMP-007 vibrates at 9.4 mm/s."], scores=[-1.6])
+        service = LocalChatCompletion(engine, relevance=service_relevance)
+        result, _ = await run(tmp_path, engine, "Anything on PUMP-007?", service)
+        assert [c.name for c in result.tool_calls] == ["assets-get_pump_details"]
+
+    # Past the margin the model's opening decides alone; a margin of 0 turns the veto off.
+    for score, margin in ((-1.3, 0.35), (-1.6, 0.0)):
+        engine = ScoringEngine([call, "PUMP-007 vibrates at 9.4 mm/s."], scores=[score])
+        unasked = FixedRelevance(0.05)
+        result, _ = await run(
+            tmp_path,
+            engine,
+            "Is anything broken?",
+            LocalChatCompletion(engine, relevance=unasked),
+            borderline_margin=margin,
+        )
+        assert [c.name for c in result.tool_calls] == ["assets-get_pump_details"] and unasked.asked == []
+
+
 async def test_the_system_prompt_is_the_same_prefix_on_every_turn_and_results_carry_its_marker(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [

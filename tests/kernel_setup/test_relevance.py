@@ -6,12 +6,14 @@ from typing import Any
 from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
 
 from kernel_setup import AppContext
+from kernel_setup.chat.local_service import LocalChatPromptExecutionSettings
 from kernel_setup.chat.relevance import DomainRelevance
 from memory import DocumentIndex, IndexConfig, IngestManifest, ingest
 from storage import Database
 from tests.memory.support import shared_embedder
 
-THRESHOLD = 0.55  # LocalChatPromptExecutionSettings.relevance_threshold's default
+THRESHOLD = LocalChatPromptExecutionSettings().relevance_threshold
+OFF_TOPIC = LocalChatPromptExecutionSettings().off_topic_relevance
 
 
 def advertised(app: AppContext) -> list[dict[str, Any]]:
@@ -35,7 +37,7 @@ async def test_manual_questions_score_above_the_threshold_and_small_talk_far_bel
         for question in (seals, "How do I verify zero energy before working on a pump?", "What is NPSH?"):
             assert await relevance(question, tools) >= THRESHOLD, question
         for small_talk in ("What is the capital of France?", "Tell me a joke.", "Thanks, that's all for now."):
-            assert await relevance(small_talk, tools) < 0.3, small_talk
+            assert await relevance(small_talk, tools) < OFF_TOPIC, small_talk
         assert await relevance("   ", tools) == 0.0
         assert await relevance("List all pumps.", []) < await relevance("List all pumps.", tools)  # a description
     finally:
