@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/retrieval_bench.py
 	$(BIN)/python bench/memory_bench.py
 	$(BIN)/python bench/local_model_bench.py
+	$(BIN)/python bench/routing_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

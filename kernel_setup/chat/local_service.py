@@ -102,6 +102,7 @@ __all__ = [
     "LocalChatCompletion",
     "LocalChatPromptExecutionSettings",
     "Relevance",
+    "Route",
     "llama_available",
     "load_engine",
 ]
@@ -371,6 +372,15 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
 
 
+@dataclass(frozen=True)
+class Route:
+    """Native routing's decision on a turn: whether it opens with a call, and the scores behind it."""
+
+    start: float  # the model's log-probability of opening its turn like a call
+    relevance: float | None  # the operator's message against the tools' subjects; measured only near the line
+    call: bool
+
+
 @dataclass
 class _Usage:
     prompt: int = 0
@@ -464,18 +474,17 @@ class LocalChatCompletion(ChatCompletionClientBase):
             said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
             grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, said=said)
             head = ""
-            scorer = getattr(self._engine, "tool_start_logprob", None)
             # Routing and calls are decoded greedily: sampling only added calls nobody asked for (a second,
             # unrelated one) and varied arguments; the answer samples at the configured temperature.
             greedy = settings.model_copy(update={"temperature": 0.0})
             if settings.routing:
                 call_prompt = None
                 choice = ""
-                if scorer is not None:
-                    # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
-                    start = await asyncio.to_thread(scorer, prompt)
+                # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
+                route = await self._route(prompt, chat_history, tools, settings)
+                if route is not None:
                     usage.completion += 1
-                    if await self._routes_to_call(start, chat_history, tools, settings):
+                    if route.call:
                         # The call's fixed opening goes in the prompt (read in one batch). First the whole call
                         # without a grammar, kept if the grammar would have allowed it (`strict_tool_calls`).
                         free = await self._text(prompt + NAME_OPENING, None, settings.max_call_tokens, greedy, usage)
@@ -493,9 +502,9 @@ class LocalChatCompletion(ChatCompletionClientBase):
                         )
                         choice = named.rstrip('"')
                 else:
-                    route = routing_prompt(prompt, tools, _last_user_text(chat_history))
-                    choice = (await self._text(route, route_grammar(names), ROUTE_TOKENS, greedy, usage)).strip()
-                    usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, route) - usage.prompt)
+                    asking = routing_prompt(prompt, tools, _last_user_text(chat_history))
+                    choice = (await self._text(asking, route_grammar(names), ROUTE_TOKENS, greedy, usage)).strip()
+                    usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, asking) - usage.prompt)
                 if choice in names:
                     head = call_prefix(choice)
                     call_prompt = prompt + head
@@ -512,27 +521,42 @@ class LocalChatCompletion(ChatCompletionClientBase):
             yield [self._chunk([text_item], function_invoke_attempt)]
         yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
 
-    async def _routes_to_call(
+    async def route(self, chat_history: ChatHistory, settings: LocalChatPromptExecutionSettings) -> Route | None:
+        """How native routing decides the next turn of ``chat_history`` with ``settings.tools``; None without a scorer.
+
+        The same decision a turn takes first when the operator has just spoken, without writing the call;
+        `bench/routing_bench.py` reads it for many wordings.
+        """
+        tools = settings.tools or self._prompt_tools
+        prompt = render_prompt(to_prompt_messages(chat_history, self._marker), tools)
+        return await self._route(prompt, chat_history, tools, settings)
+
+    async def _route(
         self,
-        start: float,
+        prompt: str,
         chat_history: ChatHistory,
         tools: Sequence[Mapping[str, Any]],
         settings: LocalChatPromptExecutionSettings,
-    ) -> bool:
-        """Whether a turn with the start score ``start`` opens with a call; near the line, relevance decides.
+    ) -> Route | None:
+        """Whether the turn opens with a call: the start score decides, and near the line the message's relevance.
 
         Well above the threshold (by ``borderline_margin``) the model's own opening decides. Below that, the
         relevance of the operator's last message settles it: at least ``relevance_threshold`` calls whatever the
         score, under ``off_topic_relevance`` does not call, between them the threshold decides.
         """
+        scorer = getattr(self._engine, "tool_start_logprob", None)
+        if scorer is None:
+            return None
+        start = await asyncio.to_thread(scorer, prompt)
         if start >= settings.tool_start_threshold + settings.borderline_margin:
-            return True
-        if self._relevance is None or chat_history.messages[-1].role != AuthorRole.USER:
-            return start >= settings.tool_start_threshold
+            return Route(start=start, relevance=None, call=True)
+        if self._relevance is None or not chat_history.messages or chat_history.messages[-1].role != AuthorRole.USER:
+            return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)
         relevance = await self._relevance(_last_user_text(chat_history), tools)
-        if relevance >= settings.relevance_threshold:
-            return True
-        return start >= settings.tool_start_threshold and relevance >= settings.off_topic_relevance
+        call = relevance >= settings.relevance_threshold or (
+            start >= settings.tool_start_threshold and relevance >= settings.off_topic_relevance
+        )
+        return Route(start=start, relevance=relevance, call=call)
 
     def _calls_chunk(self, calls: Sequence[ParsedCall], attempt: int, usage: _Usage) -> StreamingChatMessageContent:
         items = [

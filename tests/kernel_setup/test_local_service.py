@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from semantic_kernel.contents.chat_history import ChatHistory
 
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.agent.events import TextDelta, TurnFinished
 from kernel_setup.agent.runner import ChatServiceError, TurnRunner
-from kernel_setup.chat.local_service import LocalChatCompletion, LocalChatPromptExecutionSettings
+from kernel_setup.chat.local_service import LocalChatCompletion, LocalChatPromptExecutionSettings, Route
 from kernel_setup.chat.qwen_format import PARKED_NOTE
 
 
@@ -289,6 +290,23 @@ async def test_just_above_the_start_threshold_an_off_topic_message_gets_no_call(
             borderline_margin=margin,
         )
         assert [c.name for c in result.tool_calls] == ["assets-get_pump_details"] and unasked.asked == []
+
+
+async def test_route_reports_the_decision_and_its_scores_without_writing_anything() -> None:
+    tools = [{"type": "function", "function": {"name": "assets-list_pumps", "description": "List pumps."}}]
+    settings = LocalChatPromptExecutionSettings(tools=tools)
+    history = ChatHistory(system_message="You answer about pumps.")
+    history.add_user_message("What is the capital of France?")
+    cases = [
+        (-0.5, 0.1, Route(-0.5, None, True)),
+        (-1.6, 0.1, Route(-1.6, 0.1, False)),
+        (-2.5, 0.6, Route(-2.5, 0.6, True)),
+    ]
+    for score, value, expected in cases:
+        engine = ScoringEngine([], scores=[score])
+        assert await LocalChatCompletion(engine, relevance=FixedRelevance(value)).route(history, settings) == expected
+        assert engine.requests == [] and "List pumps." in engine.scored[0]  # scored on the prompt with the tools
+    assert await LocalChatCompletion(ScriptedEngine([])).route(history, settings) is None  # no scorer: no native route
 
 
 async def test_the_system_prompt_is_the_same_prefix_on_every_turn_and_results_carry_its_marker(tmp_path: Path) -> None:
