@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kernel_setup import load_settings, open_app  # noqa: E402
-from kernel_setup.chat.local_service import llama_available  # noqa: E402
+from kernel_setup.chat.provider import local_model_problem  # noqa: E402
 from kernel_setup.settings import Settings  # noqa: E402
 
 # One question per single-tool shape of the golden set (lists, summary, alarms, details, readings, trend,
@@ -86,10 +86,11 @@ def main() -> None:
     parser.add_argument("--question", action="append", dest="questions")
     args = parser.parse_args()
     base = load_settings(args.settings)
-    model = base.resolve(base.local_model.path)
-    if not llama_available() or not model.is_file():
-        print(f"skipped: needs llama-cpp-python (pip install -e '.[local]') and the model at {model}")
+    problem = local_model_problem(base)
+    if problem:
+        print(f"skipped: {problem}")
         return
+    model = base.resolve(base.local_model.path)
     read, write = rates(model, base.local_model.threads)
     print(f"baseline llama.cpp on this machine: reads {read:.0f} prompt tokens/s, writes {write:.1f} tokens/s")
     with tempfile.TemporaryDirectory() as folder:

@@ -36,8 +36,8 @@ from semantic_kernel.contents.chat_history import ChatHistory  # noqa: E402
 
 from kernel_setup import load_settings, open_app  # noqa: E402
 from kernel_setup.agent.shaping import new_marker, system_prompt  # noqa: E402
-from kernel_setup.chat.local_service import Route, llama_available  # noqa: E402
-from kernel_setup.chat.provider import local_execution_settings, local_service  # noqa: E402
+from kernel_setup.chat.local_service import Route  # noqa: E402
+from kernel_setup.chat.provider import local_execution_settings, local_model_problem, local_service  # noqa: E402
 from kernel_setup.chat.relevance import DomainRelevance  # noqa: E402
 from kernel_setup.evaluation.questions import load_questions  # noqa: E402
 from kernel_setup.settings import ChatProvider, DatabaseSettings, Settings  # noqa: E402
@@ -201,9 +201,9 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="print every question, not only the misses")
     args = parser.parse_args()
     base = load_settings(args.settings)
-    model = base.resolve(base.local_model.path)
-    if not llama_available() or not model.is_file():
-        print(f"skipped: needs llama-cpp-python (pip install -e '.[local]') and the model at {model}")
+    problem = local_model_problem(base)
+    if problem:
+        print(f"skipped: {problem}")
         return
     with tempfile.TemporaryDirectory() as folder:
         # A throwaway database (the sample fleet); the configured model and manuals index.
