@@ -44,7 +44,6 @@ from kernel_setup.settings import ChatProvider, DatabaseSettings, Settings  # no
 
 # Not in the golden set: operator questions that need the registry or the manuals, many of them terse.
 OPERATOR = [
-    "Anything wrong?",
     "Any problems?",
     "What needs fixing?",
     "Status?",
@@ -59,7 +58,6 @@ OPERATOR = [
     "Any open tickets?",
     "How many pumps do we have?",
     "What's the flow of PUMP-003?",
-    "Are we OK?",
     "What should I check today?",
     "Why is my pump vibrating?",
     "How do I replace a mechanical seal?",
