@@ -146,8 +146,10 @@ def questions() -> list[Question]:
 
 async def score(settings: Settings, asked: list[Question], markers: int) -> list[Scored]:
     """Each question's route under ``markers`` services (one fence marker each)."""
-    routes: dict[str, list[Route]] = {q.text: [] for q in asked}
+    routes: list[list[Route]] = [[] for _ in asked]
     async with open_app(settings) as app:
+        # In the kernel's order, as a turn advertises them (`tool_definitions` sorts by name): the prompt, and so
+        # the start score, depends on it.
         tools = [
             kernel_function_metadata_to_function_call_format(f) for f in app.kernel.get_full_list_of_function_metadata()
         ]
@@ -155,14 +157,14 @@ async def score(settings: Settings, asked: list[Question], markers: int) -> list
         execution.tools = tools
         for _ in range(markers):
             service = local_service(settings, DomainRelevance(app.manuals))
-            for question in asked:
+            for position, question in enumerate(asked):
                 history = ChatHistory(system_message=system_prompt(new_marker()))
                 history.add_user_message(question.text)
                 route = await service.route(history, execution)
                 if route is None:
                     raise SystemExit("the loaded engine has no start score; native routing cannot be measured")
-                routes[question.text].append(route)
-    return [Scored(q, tuple(routes[q.text])) for q in asked]
+                routes[position].append(route)
+    return [Scored(question, tuple(found)) for question, found in zip(asked, routes, strict=True)]
 
 
 def report(results: list[Scored], threshold: float, verbose: bool) -> None:
