@@ -261,7 +261,7 @@ def model_status(
     target: Path, *, spec: ModelSpec | None = None, verify: bool = False, verified: bool | None = None
 ) -> ModelStatus:
     """Whether the model at ``target`` is installed (size checked; the hash only when ``verify``)."""
-    from kernel_setup.chat.local_service import llama_available
+    from kernel_setup.chat.llama_engine import llama_available
     from kernel_setup.chat.prompt_cache import PromptCache
 
     spec = spec or ModelSpec()

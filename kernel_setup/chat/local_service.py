@@ -19,7 +19,12 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    then it is the constrained greedy output, those values left out either way); otherwise the name and
    then the arguments are decoded under their grammars.
    The calls come back as `FunctionCallContent` items; the runner executes them.
-3. **Answer.** Free generation, streamed token by token. Tool results are read as compact text
+3. **Answer.** Free generation, streamed token by token. When routing chose to answer and the conversation
+   holds no tool result yet, the opening (its first sentence) is held back and checked first: one that
+   vouches for the plant or names a tool (`data_claim`: "No problems.", "check the assets-get_system_summary")
+   shows the model took the question to need data, so the turn calls a tool instead, its name and arguments
+   under grammars (``claim_check``; terse questions like "Anything wrong?" score far under the routing
+   line). Tool results are read as compact text
    (`compact_result`: the same values, about a third fewer prompt tokens than JSON), because on two
    cores reading a result is most of a turn's time.
 
@@ -32,24 +37,21 @@ words are neutralised inside data either way. The prompt cache on disk stops bef
 line, so the marker is never written there.
 
 Inference runs in a worker thread that feeds an asyncio queue, so the event loop never blocks; one
-inference at a time per loaded model. ``llama_cpp`` is imported only when a model is loaded, so
-everything else works without the extra. The boundary to llama.cpp is the small `CompletionEngine`
-protocol; tests drive the service with a scripted engine.
+inference at a time per loaded model. The boundary to llama.cpp is the small `CompletionEngine` protocol
+(`kernel_setup.chat.llama_engine`, which imports ``llama_cpp`` only when a model loads); tests drive the
+service with a scripted engine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import functools
 import json
 import secrets
 import string
 import threading
-from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from pydantic import Field, PrivateAttr
@@ -66,7 +68,8 @@ from semantic_kernel.contents.streaming_chat_message_content import StreamingCha
 from semantic_kernel.contents.streaming_text_content import StreamingTextContent
 from semantic_kernel.exceptions import ServiceResponseException
 
-from kernel_setup.agent.shaping import FENCE_WORD, fence, remark, unfence
+from kernel_setup.agent.shaping import fence, remark, unfence
+from kernel_setup.chat.claim_check import data_claim, opening_complete
 from kernel_setup.chat.compact import compact_json
 from kernel_setup.chat.grammar import (
     NAME_OPENING,
@@ -79,8 +82,8 @@ from kernel_setup.chat.grammar import (
     tool_calls_grammar,
     tool_name_grammar,
 )
+from kernel_setup.chat.llama_engine import CompletionEngine
 from kernel_setup.chat.ollama_service import result_text
-from kernel_setup.chat.prompt_cache import PromptCache, covered, worth_saving
 from kernel_setup.chat.qwen_format import (
     STOP_STRINGS,
     ParsedCall,
@@ -96,49 +99,10 @@ if TYPE_CHECKING:
     from semantic_kernel.connectors.ai.function_call_choice_configuration import FunctionCallChoiceConfiguration
     from semantic_kernel.connectors.ai.function_choice_type import FunctionChoiceType
 
-__all__ = [
-    "CompletionEngine",
-    "LlamaEngine",
-    "LocalChatCompletion",
-    "LocalChatPromptExecutionSettings",
-    "Relevance",
-    "Route",
-    "llama_available",
-    "load_engine",
-]
+__all__ = ["LocalChatCompletion", "LocalChatPromptExecutionSettings", "Relevance", "Route"]
 
 MAX_PARALLEL_CALLS = 2
 ROUTE_TOKENS = 24
-# First-token pieces that open a call as Qwen2.5-Coder writes it (``<tool_call>`` as text, bare JSON or a fence).
-TOOL_START_PIECES = ("<", "{", "```")
-
-
-class CompletionEngine(Protocol):
-    """The boundary to the inference library: blocking calls, run in a worker thread."""
-
-    context_size: int
-
-    def count_tokens(self, text: str) -> int:
-        """Tokens ``text`` takes in the model's vocabulary (special tokens parsed)."""
-        ...
-
-    def complete(
-        self,
-        prompt: str,
-        *,
-        grammar: str | None,
-        max_tokens: int,
-        temperature: float,
-        seed: int | None,
-        stop: Sequence[str],
-        grammar_tokens: int | None = None,
-    ) -> Iterator[str]:
-        """Yield the generated text piece by piece (blocking).
-
-        With ``grammar_tokens``, ``grammar`` constrains only that many opening tokens and the rest is
-        generated freely (grammar sampling costs about a third of the generation speed).
-        """
-        ...
 
 
 class Relevance(Protocol):
@@ -147,213 +111,6 @@ class Relevance(Protocol):
     async def __call__(self, text: str, tools: Sequence[Mapping[str, Any]]) -> float:
         """The relevance of ``text`` to ``tools`` (as advertised, in the function-calling format)."""
         ...
-
-
-class ToolStartScorer(Protocol):
-    """Optional engine capability: how likely the model is to open its turn with a tool call."""
-
-    def tool_start_logprob(self, prompt: str) -> float:
-        """Log-probability mass of the first-token pieces that open a call (`TOOL_START_PIECES`)."""
-        ...
-
-
-def llama_available() -> bool:
-    """Whether the optional ``llama_cpp`` package can be imported (without importing it)."""
-    import importlib.util
-
-    return importlib.util.find_spec("llama_cpp") is not None
-
-
-_GRAMMAR_CACHE = 16
-
-
-class LlamaEngine:
-    """`CompletionEngine` over ``llama_cpp.Llama``; the model loads on first use, in the calling (worker) thread."""
-
-    def __init__(self, path: Path, *, threads: int, context_size: int) -> None:
-        self.path = path
-        self.threads = threads
-        self.context_size = context_size
-        self._llama: Any = None
-        self._grammars: dict[str, Any] = {}
-        self._tool_start_ids: Any = None
-        self._lock = threading.Lock()
-        self._cache: PromptCache | None = None
-        self._restored: list[int] = []
-        self._persisted = False
-
-    def _model(self) -> Any:
-        if self._llama is None:
-            import llama_cpp  # the optional extra; imported only here
-
-            if not self.path.is_file():
-                raise ServiceResponseException(
-                    f"The local model file {str(self.path)!r} does not exist. Install it with `pumpops model install`."
-                )
-            self._llama = llama_cpp.Llama(
-                model_path=str(self.path),
-                n_ctx=self.context_size,
-                n_threads=self.threads,
-                n_batch=512,
-                verbose=False,
-            )
-            self._cache = PromptCache.beside(self.path, self.context_size, llama_cpp.__version__)
-            self._restore(self._llama, self._cache)
-        return self._llama
-
-    def _restore(self, llama: Any, cache: PromptCache) -> None:
-        """Load the saved prompt prefix into the fresh context (`prompt_cache`); nothing when there is none."""
-        import llama_cpp
-
-        saved = cache.load()
-        if saved is None or not saved[0] or len(saved[0]) >= self.context_size:
-            return
-        ids, kv = saved
-        buffer = (ctypes.c_uint8 * len(kv)).from_buffer_copy(kv)
-        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, buffer, len(kv), 0) == 0:
-            return  # refused by llama.cpp (another layout): the prompt is read as usual
-        llama.input_ids[: len(ids)] = ids
-        llama.n_tokens = len(ids)
-        self._restored = ids
-
-    def _persist_once(self, llama: Any, prompt: str, tokens: Sequence[int]) -> None:
-        """After the first prompt a process evaluates: save its part before the first fence line.
-
-        That part (the tool list and the fixed system text) is what every conversation shares; the
-        fence marker and what follows are per service or per turn, never written to disk, and are read
-        again by the next call. Nothing is saved when the restored prefix already covered it.
-        """
-        if self._persisted or self._cache is None:
-            return
-        self._persisted = True
-        cut = prompt.find(f"<<{FENCE_WORD}")
-        if cut >= 0:
-            head = llama.tokenize(prompt[:cut].encode("utf-8"), add_bos=False, special=True)
-            tokens = tokens[: covered(head, tokens)]
-        kept = min(len(tokens), llama.n_tokens)
-        if not worth_saving(self._restored, tokens[:kept]):
-            return
-        import llama_cpp
-
-        if kept < llama.n_tokens:
-            llama._ctx.kv_cache_seq_rm(-1, kept, -1)
-            llama.n_tokens = kept
-        context = llama._ctx.ctx
-        size = llama_cpp.llama_state_seq_get_size(context, 0)
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(context, buffer, size, 0)
-        self._cache.save(llama.input_ids[:kept].tolist(), bytes(buffer)[:written])
-
-    def _grammar(self, text: str) -> Any:
-        grammar = self._grammars.pop(text, None)
-        if grammar is None:
-            import llama_cpp
-
-            grammar = llama_cpp.LlamaGrammar.from_string(text, verbose=False)
-            while len(self._grammars) >= _GRAMMAR_CACHE:  # call grammars vary per conversation: keep the latest
-                del self._grammars[next(iter(self._grammars))]
-        self._grammars[text] = grammar  # most recently used last
-        return grammar
-
-    def _fitting_tokens(self, llama: Any, prompt: str, *, reserve: int) -> list[int]:
-        """The prompt's tokens, refused when they and ``reserve`` more exceed the context."""
-        tokens: list[int] = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-        needed = len(tokens) + reserve
-        if needed > self.context_size:
-            raise ServiceResponseException(
-                f"The conversation needs about {needed} tokens, more than LocalModel.ContextSize "
-                f"({self.context_size}). Start a new session or raise LocalModel.ContextSize."
-            )
-        return tokens
-
-    def count_tokens(self, text: str) -> int:
-        """Tokens of ``text`` (special tokens parsed, no BOS)."""
-        with self._lock:
-            return len(self._model().tokenize(text.encode("utf-8"), add_bos=False, special=True))
-
-    def tool_start_logprob(self, prompt: str) -> float:
-        """Log-probability that the turn after ``prompt`` opens like a call; evaluates only the uncached suffix."""
-        import numpy as np
-
-        with self._lock:
-            llama = self._model()
-            if self._tool_start_ids is None:
-                ids = [t for t in llama.tokenize(b"<tool_call>", add_bos=False, special=True)][:1]
-                for token in range(llama.n_vocab()):
-                    piece = llama.detokenize([token]).decode("utf-8", errors="ignore")  # special tokens: empty
-                    if piece.startswith(TOOL_START_PIECES):
-                        ids.append(token)
-                self._tool_start_ids = np.array(ids)
-            tokens = self._fitting_tokens(llama, prompt, reserve=1)  # the next token's position too
-            cached = covered(llama._input_ids.tolist(), tokens)
-            llama.n_tokens = min(cached, len(tokens) - 1)  # keep the shared prefix, evaluate the rest
-            llama.eval(tokens[llama.n_tokens :])
-            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
-            self._persist_once(llama, prompt, tokens)
-            top = logits.max()
-            total = np.log(np.exp(logits - top).sum())
-            chosen = np.log(np.exp(logits[self._tool_start_ids] - top).sum())
-            return float(chosen - total)
-
-    def complete(
-        self,
-        prompt: str,
-        *,
-        grammar: str | None,
-        max_tokens: int,
-        temperature: float,
-        seed: int | None,
-        stop: Sequence[str],
-        grammar_tokens: int | None = None,
-    ) -> Iterator[str]:
-        """Stream a completion; holds the model lock until the generator is exhausted or closed."""
-        with self._lock:
-            llama = self._model()
-            tokens = self._fitting_tokens(llama, prompt, reserve=max_tokens)
-            options = {"temperature": temperature, "seed": seed, "stop": list(stop)}
-            if not grammar or not grammar_tokens or grammar_tokens >= max_tokens:
-                yield from self._stream(llama, prompt, max_tokens, self._grammar(grammar) if grammar else None, options)
-            else:
-                # The constrained opening, then (unless it already ended) the rest without the grammar,
-                # continuing from the cached prompt plus the opening.
-                opening: list[str] = []
-                finish = yield from self._stream(
-                    llama, prompt, grammar_tokens, self._grammar(grammar), options, opening
-                )
-                if finish == "length":
-                    rest = prompt + "".join(opening)
-                    yield from self._stream(llama, rest, max_tokens - grammar_tokens, None, options)
-            self._persist_once(llama, prompt, tokens)
-
-    @staticmethod
-    def _stream(
-        llama: Any,
-        prompt: str,
-        max_tokens: int,
-        grammar: Any,
-        options: Mapping[str, Any],
-        into: list[str] | None = None,
-    ) -> Generator[str, None, str | None]:
-        """Yield one completion's text pieces; return its finish reason."""
-        stream = llama.create_completion(prompt, max_tokens=max_tokens, grammar=grammar, stream=True, **options)
-        finish: str | None = None
-        try:
-            for chunk in stream:
-                choice = chunk["choices"][0]
-                finish = choice.get("finish_reason") or finish
-                if choice["text"]:
-                    if into is not None:
-                        into.append(choice["text"])
-                    yield choice["text"]
-        finally:
-            stream.close()
-        return finish
-
-
-@functools.lru_cache(maxsize=1)
-def load_engine(path: Path, threads: int, context_size: int) -> LlamaEngine:
-    """The engine for one model file; cached so every runner of a process shares the loaded weights."""
-    return LlamaEngine(path, threads=threads, context_size=context_size)
 
 
 class LocalChatPromptExecutionSettings(PromptExecutionSettings):
@@ -369,6 +126,7 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     borderline_margin: float = Field(default=0.35, ge=0.0)
     off_topic_relevance: float = Field(default=0.25, ge=0.0, le=1.0)
     route_after_results: bool = False
+    claim_check: bool = True
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
 
 
@@ -468,6 +226,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
         # Tools are considered right after the user spoke; after tool results the model answers, unless
         # `route_after_results` (measured: the 1.5B model then repeats its last call, a loop the runner stops).
         after_results = settings.routing and settings.route_after_results and last_role == AuthorRole.TOOL
+        check_claims = False
         if tools and (last_role == AuthorRole.USER or after_results):
             names = [str(t["function"]["name"]) for t in tools]
             call_prompt: str | None = prompt
@@ -493,14 +252,16 @@ class LocalChatCompletion(ChatCompletionClientBase):
                             # Its own closing tag is a special token, which reads back as no text.
                             written += "\n" + TOOL_CALL_CLOSE
                         calls = strict_tool_calls(written, tools, said, max_calls=MAX_PARALLEL_CALLS)
+                        if not calls:
+                            # Otherwise constrained: the name under a grammar of the names, then its arguments.
+                            calls = await self._named_calls(prompt, tools, said, greedy, usage)
                         if calls:
                             yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
                             return
-                        # Otherwise constrained: the name under a grammar of the names, then its arguments.
-                        named = await self._text(
-                            prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage
+                    else:
+                        check_claims = (
+                            settings.claim_check and last_role == AuthorRole.USER and not _has_results(chat_history)
                         )
-                        choice = named.rstrip('"')
                 else:
                     asking = routing_prompt(prompt, tools, _last_user_text(chat_history))
                     choice = (await self._text(asking, route_grammar(names), ROUTE_TOKENS, greedy, usage)).strip()
@@ -516,9 +277,34 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
                     return
         answer = self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1)
+        held: list[str] = []
+        if check_claims:
+            # Routing chose to answer, and nothing has been read yet: the opening is held back until it can be
+            # judged. One that vouches for the plant or names a tool (`data_claim`) shows the model took the
+            # question to need data ("Anything wrong?" -> "No problems."): the turn calls a tool instead.
+            cut = False
+            async for piece in answer:
+                held.append(piece)
+                if opening_complete("".join(held), len(held)):
+                    cut = True
+                    break
+            if data_claim("".join(held), names) is not None:
+                await answer.aclose()
+                if cut:  # a finished answer has counted its pieces already
+                    usage.completion += len(held)
+                calls = await self._named_calls(prompt, tools, said, greedy, usage)
+                if calls:
+                    yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
+                    return
+                # No call could be written after all: the answer is generated afresh, nothing is cut short.
+                held = []
+                answer = self._generate(
+                    prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1
+                )
+        for piece in held:
+            yield [self._chunk([self._text_item(piece)], function_invoke_attempt)]
         async for piece in answer:
-            text_item = StreamingTextContent(choice_index=0, text=piece, ai_model_id=self.ai_model_id)
-            yield [self._chunk([text_item], function_invoke_attempt)]
+            yield [self._chunk([self._text_item(piece)], function_invoke_attempt)]
         yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
 
     async def route(self, chat_history: ChatHistory, settings: LocalChatPromptExecutionSettings) -> Route | None:
@@ -557,6 +343,28 @@ class LocalChatCompletion(ChatCompletionClientBase):
             start >= settings.tool_start_threshold and relevance >= settings.off_topic_relevance
         )
         return Route(start=start, relevance=relevance, call=call)
+
+    async def _named_calls(
+        self,
+        prompt: str,
+        tools: Sequence[Mapping[str, Any]],
+        said: Mentions,
+        greedy: LocalChatPromptExecutionSettings,
+        usage: _Usage,
+    ) -> list[ParsedCall]:
+        """A call written under grammars: the name among the advertised ones, then that tool's arguments."""
+        names = [str(t["function"]["name"]) for t in tools]
+        named = await self._text(prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage)
+        choice = named.rstrip('"')
+        if choice not in names:
+            return []
+        head = call_prefix(choice)
+        grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice, said=said)
+        text = head + await self._text(prompt + head, grammar, greedy.max_call_tokens, greedy, usage)
+        return parse_tool_calls(text, tools, said)
+
+    def _text_item(self, piece: str) -> StreamingTextContent:
+        return StreamingTextContent(choice_index=0, text=piece, ai_model_id=self.ai_model_id)
 
     def _calls_chunk(self, calls: Sequence[ParsedCall], attempt: int, usage: _Usage) -> StreamingChatMessageContent:
         items = [
@@ -703,6 +511,11 @@ def _conversation_text(chat_history: ChatHistory) -> str:
     """What the operator and the assistant said (not the system prompt, not tool results): what arguments may cite."""
     spoken = (AuthorRole.USER, AuthorRole.ASSISTANT)
     return "\n".join(m.content or "" for m in chat_history.messages if m.role in spoken and m.content)
+
+
+def _has_results(chat_history: ChatHistory) -> bool:
+    """Whether any tool result is in the conversation."""
+    return any(isinstance(item, FunctionResultContent) for m in chat_history.messages for item in m.items)
 
 
 def _last_user_text(chat_history: ChatHistory) -> str:

@@ -25,13 +25,8 @@ from kernel_setup.chat.factory import (
     ollama_execution_settings,
     ollama_service,
 )
-from kernel_setup.chat.local_service import (
-    LocalChatCompletion,
-    LocalChatPromptExecutionSettings,
-    Relevance,
-    llama_available,
-    load_engine,
-)
+from kernel_setup.chat.llama_engine import llama_available, load_engine
+from kernel_setup.chat.local_service import LocalChatCompletion, LocalChatPromptExecutionSettings, Relevance
 from kernel_setup.settings import ChatProvider, Settings
 
 __all__ = [

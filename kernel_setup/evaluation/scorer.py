@@ -51,6 +51,7 @@ class TrialScore(BaseModel):
     latency_s: float
     passed: bool
     problems: list[str] = Field(default_factory=list)
+    answer: str = ""  # the final answer as the operator read it, so a failure can be seen, not only counted
 
 
 class CategoryScore(BaseModel):
@@ -185,6 +186,7 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
         latency_s=transcript.latency_s,
         passed=passed,
         problems=problems,
+        answer=answer,
     )
 
 

@@ -63,6 +63,7 @@ def test_a_correct_grounded_turn_passes() -> None:
     )
     score = score_trial(DETAILS, t)
     assert score.passed and score.tool_selection and score.arguments and score.fact_recall == 1.0 and score.grounded
+    assert score.answer == "PUMP-007: 9.4 mm/s, Zone D."  # in the report, so a failed trial can be read
 
 
 def test_wrong_tool_wrong_argument_missing_fact_and_ungrounded_number_each_fail() -> None:

@@ -51,7 +51,7 @@ async def test_a_real_two_round_turn_calls_a_tool_and_answers_with_a_value_from_
 
 
 def test_a_new_process_reuses_the_saved_prompt_prefix_and_scores_the_same(tmp_path: Path) -> None:
-    from kernel_setup.chat.local_service import LlamaEngine
+    from kernel_setup.chat.llama_engine import LlamaEngine
 
     model = tmp_path / MODEL.name
     model.symlink_to(MODEL)  # the state file goes beside this link, not beside the real model

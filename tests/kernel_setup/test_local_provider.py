@@ -9,7 +9,8 @@ import pytest
 
 from kernel_setup import Settings, load_settings
 from kernel_setup.chat.factory import ModelUnavailableError
-from kernel_setup.chat.local_service import LocalChatCompletion, llama_available
+from kernel_setup.chat.llama_engine import llama_available
+from kernel_setup.chat.local_service import LocalChatCompletion
 from kernel_setup.chat.ollama_service import HardenedOllamaChatCompletion
 from kernel_setup.chat.provider import AutoChatCompletion, chat_backend, local_model_problem, resolve_provider
 from kernel_setup.settings import ChatProvider

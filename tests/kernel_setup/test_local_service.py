@@ -441,7 +441,7 @@ class FakeLlama:
 
 
 def fake_engine(completions: list[tuple[list[str], str]]) -> tuple[Any, FakeLlama]:
-    from kernel_setup.chat.local_service import LlamaEngine
+    from kernel_setup.chat.llama_engine import LlamaEngine
 
     engine = LlamaEngine(Path("unused.gguf"), threads=2, context_size=4096)
     llama = FakeLlama(completions)
@@ -484,3 +484,66 @@ def test_without_grammar_tokens_the_grammar_holds_to_the_end() -> None:
     engine, llama = fake_engine([(['{"a": 1}}'], "stop")])
     list(engine.complete("P", grammar="root ::= opening", max_tokens=20, temperature=0, seed=None, stop=[]))
     assert len(llama.requests) == 1 and llama.requests[0]["grammar"] == "compiled-grammar"
+
+
+async def test_an_answer_that_vouches_for_the_plant_without_data_becomes_a_call(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            ["No problems. ", "How can I ", "assist you today?", " More text."],  # the answer, held back
+            'alarms-list_alarms"',  # the name, under the names' grammar
+            "{}}\n</tool_call>",  # its arguments, under the tool's grammar
+            ["PUMP-007 has a critical alarm."],  # round 2: the answer from the result
+        ],
+        scores=[-3.0],  # far under the routing line: no call at first
+    )
+    result, events = await run(tmp_path, engine, "Any problems?", temperature=0.7, seed=2)
+    assert [(c.name, c.status) for c in result.tool_calls] == [("alarms-list_alarms", "ok")]
+    assert result.answer == "PUMP-007 has a critical alarm."
+    # Nothing of the held opening reached the operator.
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["PUMP-007 has a critical alarm."]
+    held, name, arguments, answer = engine.requests
+    assert held["grammar"].startswith("root ::= [^{<`") and held["temperature"] == 0.7
+    assert name["prompt"] == held["prompt"] + '<tool_call>\n{"name": "' and name["temperature"] == 0.0
+    assert '"alarms-list_alarms"' in name["grammar"]
+    assert arguments["prompt"].endswith('{"name": "alarms-list_alarms", "arguments": ')
+    assert "<tool_response>" in answer["prompt"]
+
+
+async def test_a_plain_answer_is_held_only_for_its_opening_and_streams_every_piece(tmp_path: Path) -> None:
+    pieces = ["I'm fine, ", "thank you. ", "How can I help ", "with the pumps today?"]
+    engine = ScoringEngine([pieces], scores=[-3.0])
+    result, events = await run(tmp_path, engine, "How are you?")
+    assert result.tool_calls == [] and result.answer == "".join(pieces)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == pieces
+    assert len(engine.requests) == 1
+
+
+async def test_without_the_claim_check_or_after_tool_results_a_vouching_answer_stands(tmp_path: Path) -> None:
+    engine = ScoringEngine([["Yes, we're good."]], scores=[-3.0])
+    result, _ = await run(tmp_path, engine, "Are we OK?", claim_check=False)
+    assert result.tool_calls == [] and result.answer == "Yes, we're good." and len(engine.requests) == 1
+
+    # Once the conversation holds a tool result the model speaks from it: no check on the follow-up.
+    engine = ScoringEngine(
+        [
+            'assets-get_system_summary", "arguments": {}}',
+            "PUMP-007 has a critical alarm; the rest are fine.",
+            ["Yes, the other pumps are fine."],
+        ],
+        scores=[-0.3, -3.0],
+    )
+    async with open_app(make_settings(tmp_path)) as app:
+        runner = TurnRunner(
+            app.kernel,
+            LocalChatCompletion(engine),
+            app.settings.agent,
+            app.sessions,
+            execution_settings=LocalChatPromptExecutionSettings(),
+            rejections=app.audit,
+            num_ctx=8192,
+        )
+        first = await runner.run("How is the fleet?")
+        follow_up = await runner.run("So the others are OK?", session=first.session)
+    assert [c.name for c in first.tool_calls] == ["assets-get_system_summary"]
+    assert follow_up.tool_calls == [] and follow_up.answer == "Yes, the other pumps are fine."
+    assert len(engine.requests) == 3

@@ -1,0 +1,91 @@
+"""Claims an answer written without tool results cannot back: the plant's state, or the tools themselves.
+
+The 1.5B local model sometimes answers a terse operator question without calling a tool and vouches for
+the plant ("No problems.", "Yes, we're good.", "No, the system is functioning well.") or tells the
+operator which tool to use ("check the assets-get_system_summary"). Either way its own answer shows it
+took the question to need the plant's data. `data_claim` finds such a phrase in an answer's opening (held
+back until `opening_complete`); the local service then calls a tool instead of streaming the answer.
+
+What counts, case-insensitive:
+
+* **A state claim**: the plant, the system, the fleet, the pumps, "everything", "all", "we" or "they" said to be
+  fine, OK, good, normal, operational, functioning, healthy, stable, under control ("the system is
+  functioning well", "we're good", "Everything good!", "All pumps are running normally", "I've been working
+  on the pumps to ensure they are running smoothly").
+  "I" is never such a subject: "I'm fine, thank you" answers small talk.
+* **A denial of trouble**: no, nothing or none with problems, issues, alarms, faults, failures, concerns,
+  errors, warnings or anomalies in the plural, or with "wrong" or "trouble" ("Nothing wrong", "There are
+  no active alarms"). "No problem" in the singular is politeness, not a claim.
+* **Data it never read**: "as per the most recent system summary", "based on the latest readings",
+  "based on the information I have".
+* **Tool talk**: an advertised tool's name, with or without its plugin (``assets-list_pumps``,
+  ``get_system_summary``), a plugin named as a tool ("the assets tool"), call markup (``<tool_call>``,
+  ``<tools>``, ``{"name":``) or the fence word of tool results.
+
+Pure: regular expressions only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from kernel_setup.agent.shaping import FENCE_WORD
+
+__all__ = ["OPENING_CHARACTERS", "OPENING_PIECES", "data_claim", "opening_complete"]
+
+OPENING_PIECES = 32
+"""At most this many generated pieces (about tokens) are held back before the opening is judged."""
+OPENING_CHARACTERS = 24
+"""The opening runs to the first sentence end after this many characters ("Hello!" alone is not enough)."""
+
+_SUBJECT = (
+    r"(?:everything|all(?: (?:the )?(?:pumps|stations|systems|equipment))?|things|we|they|"
+    r"(?:the|our) (?:system|systems|plant|fleet|station|stations|pumps?|equipment|site|network|operations?))"
+)
+_LINK = r"(?:'s|'re|\s+(?:is|are|looks?|seems?|appears?|remains?|runs?|stays?|operates?|working))?"
+_ADVERB = r"(?:\s+(?:all|currently|now|still|fully|pretty|quite|very|running|operating|looking|functioning|doing))*"
+_STATE = (
+    r"(?:fine|ok|okay|good|great|well|normal(?:ly)?|operational|functioning|working|online|healthy|"
+    r"smooth(?:ly)?|stable|under control|in order|as expected|clear)"
+)
+_STATE_CLAIM = rf"\b{_SUBJECT}{_LINK}{_ADVERB},?\s+{_STATE}\b"
+_TROUBLE = r"(?:problems|issues|alarms|faults|failures|concerns|errors|warnings|anomalies|wrong|trouble)"
+_DENIAL = rf"\b(?:no|nothing|none|not any|zero)\b(?:\s+[\w-]+){{0,3}}?\s+{_TROUBLE}\b|\bnothing(?:'s| is)? wrong\b"
+_UNREAD_DATA = (
+    r"\b(?:according to|as per|based on|per)\s+(?:the\s+|my\s+|our\s+)?(?:latest\s+|most recent\s+|current\s+|last\s+)?"
+    r"(?:system\s+|sensor\s+|alarm\s+)?(?:summary|data|readings|records|registry|logs?|report|information)\b"
+)
+_MARKUP = rf"<tool_call>|</?tools>|\{{\s*\"name\"\s*:|{re.escape(FENCE_WORD)}"
+_CLAIMS = re.compile(rf"{_STATE_CLAIM}|{_DENIAL}|{_UNREAD_DATA}|{_MARKUP}", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
+
+
+def data_claim(text: str, tool_names: Sequence[str]) -> str | None:
+    """The first phrase of ``text`` that speaks for the plant's data or its tools, or None.
+
+    ``tool_names`` are the advertised functions' full names (``assets-list_pumps``): the full name, the
+    function part and the plugin followed by "tool", "function" or "plugin" all count.
+    """
+    found = _CLAIMS.search(text)
+    if found:
+        return found.group(0)
+    for name in tool_names:
+        plugin, _, function = name.rpartition("-")
+        patterns = [re.escape(name), re.escape(function)]
+        if plugin:
+            patterns.append(rf"{re.escape(plugin)}\s+(?:tool|function|plugin)s?")
+        named = re.search(rf"(?<![\w-])(?:{'|'.join(patterns)})(?![\w-])", text, re.IGNORECASE)
+        if named:
+            return named.group(0)
+    return None
+
+
+def opening_complete(text: str, pieces: int) -> bool:
+    """Whether an answer's opening is long enough to judge.
+
+    It is once a sentence has ended past `OPENING_CHARACTERS` characters, or `OPENING_PIECES` pieces were held.
+    """
+    if pieces >= OPENING_PIECES:
+        return True
+    return _SENTENCE_END.search(text, OPENING_CHARACTERS) is not None
