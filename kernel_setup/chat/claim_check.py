@@ -41,10 +41,13 @@ OPENING_CHARACTERS = 24
 
 _SUBJECT = (
     r"(?:everything|all(?: (?:the )?(?:pumps|stations|systems|equipment))?|things|we|they|"
-    r"(?:the|our) (?:system|systems|plant|fleet|station|stations|pumps?|equipment|site|network|operations?))"
+    r"(?:the|our) (?:pump |pumping )?"
+    r"(?:system|systems|plant|fleet|station|stations|pumps?|equipment|site|network|operations?))"
 )
 _LINK = r"(?:'s|'re|\s+(?:is|are|looks?|seems?|appears?|remains?|runs?|stays?|operates?|working))?"
-_ADVERB = r"(?:\s+(?:all|currently|now|still|fully|pretty|quite|very|running|operating|looking|functioning|doing))*"
+_ADVERB = (
+    r"(?:\s+(?:to be|all|currently|now|still|fully|pretty|quite|very|running|operating|looking|functioning|doing))*"
+)
 _STATE = (
     r"(?:fine|ok|okay|good|great|well|normal(?:ly)?|operational|functioning|working|online|healthy|"
     r"smooth(?:ly)?|stable|under control|in order|as expected|clear)"
