@@ -229,78 +229,74 @@ class LocalChatCompletion(ChatCompletionClientBase):
         check_claims = False
         if tools and (last_role == AuthorRole.USER or after_results):
             names = [str(t["function"]["name"]) for t in tools]
-            call_prompt: str | None = prompt
             said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
-            grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, said=said)
-            head = ""
             # Routing and calls are decoded greedily: sampling only added calls nobody asked for (a second,
             # unrelated one) and varied arguments; the answer samples at the configured temperature.
             greedy = settings.model_copy(update={"temperature": 0.0})
-            if settings.routing:
-                call_prompt = None
-                choice = ""
+            calls: list[ParsedCall] = []
+            if not settings.routing:
+                grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, said=said)
+                text = await self._text(prompt, grammar, settings.max_call_tokens, greedy, usage)
+                calls = parse_tool_calls(text, tools, said)
+            else:
                 # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
                 route = await self._route(prompt, chat_history, tools, settings)
-                if route is not None:
-                    usage.completion += 1
-                    if route.call:
-                        # The call's fixed opening goes in the prompt (read in one batch). First the whole call
-                        # without a grammar, kept if the grammar would have allowed it (`strict_tool_calls`).
-                        free = await self._text(prompt + NAME_OPENING, None, settings.max_call_tokens, greedy, usage)
-                        written = NAME_OPENING + free.rstrip()
-                        if not written.endswith(TOOL_CALL_CLOSE):
-                            # Its own closing tag is a special token, which reads back as no text.
-                            written += "\n" + TOOL_CALL_CLOSE
-                        calls = strict_tool_calls(written, tools, said, max_calls=MAX_PARALLEL_CALLS)
-                        if not calls:
-                            # Otherwise constrained: the name under a grammar of the names, then its arguments.
-                            calls = await self._named_calls(prompt, tools, said, greedy, usage)
-                        if calls:
-                            yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
-                            return
-                    else:
-                        check_claims = (
-                            settings.claim_check and last_role == AuthorRole.USER and not _has_results(chat_history)
-                        )
-                else:
+                if route is None:
                     asking = routing_prompt(prompt, tools, _last_user_text(chat_history))
                     choice = (await self._text(asking, route_grammar(names), ROUTE_TOKENS, greedy, usage)).strip()
                     usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, asking) - usage.prompt)
-                if choice in names:
-                    head = call_prefix(choice)
-                    call_prompt = prompt + head
-                    grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice, said=said)
-            if call_prompt is not None:
-                text = head + await self._text(call_prompt, grammar, settings.max_call_tokens, greedy, usage)
-                calls = parse_tool_calls(text, tools, said)
-                if calls:
-                    yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
-                    return
-        answer = self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1)
+                    if choice in names:
+                        calls = await self._calls_of(prompt, choice, tools, said, greedy, usage)
+                elif route.call:
+                    usage.completion += 1
+                    # The call's fixed opening goes in the prompt (read in one batch). First the whole call
+                    # without a grammar, kept if the grammar would have allowed it (`strict_tool_calls`).
+                    free = await self._text(prompt + NAME_OPENING, None, settings.max_call_tokens, greedy, usage)
+                    written = NAME_OPENING + free.rstrip()
+                    if not written.endswith(TOOL_CALL_CLOSE):
+                        # Its own closing tag is a special token, which reads back as no text.
+                        written += "\n" + TOOL_CALL_CLOSE
+                    calls = strict_tool_calls(written, tools, said, max_calls=MAX_PARALLEL_CALLS)
+                    if not calls:
+                        # Otherwise constrained: the name under a grammar of the names, then its arguments.
+                        calls = await self._named_calls(prompt, names, tools, said, greedy, usage)
+                else:
+                    usage.completion += 1
+                    check_claims = (
+                        settings.claim_check and last_role == AuthorRole.USER and not _has_results(chat_history)
+                    )
+            if calls:
+                yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
+                return
+
+        def answering() -> AsyncGenerator[str, None]:
+            return self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1)
+
+        answer = answering()
         held: list[str] = []
         if check_claims:
             # Routing chose to answer, and nothing has been read yet: the opening is held back until it can be
             # judged. One that vouches for the plant or names a tool (`data_claim`) shows the model took the
             # question to need data ("Anything wrong?" -> "No problems."): the turn calls a tool instead.
             cut = False
+            opening = ""
             async for piece in answer:
                 held.append(piece)
-                if opening_complete("".join(held), len(held)):
+                opening += piece
+                if opening_complete(opening, len(held)):
                     cut = True
                     break
-            if data_claim("".join(held), names) is not None:
+            if data_claim(opening, names) is not None:
                 await answer.aclose()
                 if cut:  # a finished answer has counted its pieces already
                     usage.completion += len(held)
-                calls = await self._named_calls(prompt, tools, said, greedy, usage)
+                calls = await self._named_calls(prompt, names, tools, said, greedy, usage)
                 if calls:
                     yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
                     return
                 # No call could be written after all: the answer is generated afresh, nothing is cut short.
                 held = []
-                answer = self._generate(
-                    prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1
-                )
+                answer = answering()
         for piece in held:
             yield [self._chunk([self._text_item(piece)], function_invoke_attempt)]
         async for piece in answer:
@@ -347,17 +343,27 @@ class LocalChatCompletion(ChatCompletionClientBase):
     async def _named_calls(
         self,
         prompt: str,
+        names: Sequence[str],
         tools: Sequence[Mapping[str, Any]],
         said: Mentions,
         greedy: LocalChatPromptExecutionSettings,
         usage: _Usage,
     ) -> list[ParsedCall]:
-        """A call written under grammars: the name among the advertised ones, then that tool's arguments."""
-        names = [str(t["function"]["name"]) for t in tools]
+        """A call written under grammars: the name among ``names`` (the advertised tools'), then its arguments."""
         named = await self._text(prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage)
         choice = named.rstrip('"')
-        if choice not in names:
-            return []
+        return await self._calls_of(prompt, choice, tools, said, greedy, usage) if choice in names else []
+
+    async def _calls_of(
+        self,
+        prompt: str,
+        choice: str,
+        tools: Sequence[Mapping[str, Any]],
+        said: Mentions,
+        greedy: LocalChatPromptExecutionSettings,
+        usage: _Usage,
+    ) -> list[ParsedCall]:
+        """The calls that open with ``choice``: its arguments (and any second call) under the tools' grammar."""
         head = call_prefix(choice)
         grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice, said=said)
         text = head + await self._text(prompt + head, grammar, greedy.max_call_tokens, greedy, usage)
