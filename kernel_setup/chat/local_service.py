@@ -23,9 +23,9 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    holds no tool result yet, the opening (its first sentence) is held back and checked first: one that
    vouches for the plant or names a tool (`data_claim`: "No problems.", "check the assets-get_system_summary")
    shows the model took the question to need data, so the turn calls a tool instead, its name and arguments
-   under grammars (``claim_check``; terse questions like "Anything wrong?" score far under the routing
-   line). Tool results are read as compact text
-   (`compact_result`: the same values, about a third fewer prompt tokens than JSON), because on two
+   under grammars and the name among the reads (``claim_check``; the request's kernel declares which tools
+   only read; terse questions like "Anything wrong?" score far under the routing line). Tool results are read
+   as compact text (`compact_result`: the same values, about a third fewer prompt tokens than JSON), because on two
    cores reading a result is most of a turn's time.
 
 The runner draws a fence marker per turn and names it at the end of the system prompt, so every turn
@@ -67,6 +67,7 @@ from semantic_kernel.contents.function_result_content import FunctionResultConte
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.contents.streaming_text_content import StreamingTextContent
 from semantic_kernel.exceptions import ServiceResponseException
+from semantic_kernel.kernel import Kernel
 
 from kernel_setup.agent.shaping import fence, remark, unfence
 from kernel_setup.chat.claim_check import data_claim, opening_complete
@@ -94,6 +95,7 @@ from kernel_setup.chat.qwen_format import (
     strict_tool_calls,
 )
 from kernel_setup.filters.audit import STATUS_KEY
+from plugins.declarations import traits_of
 
 if TYPE_CHECKING:
     from semantic_kernel.connectors.ai.function_call_choice_configuration import FunctionCallChoiceConfiguration
@@ -128,6 +130,9 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     route_after_results: bool = False
     claim_check: bool = True
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
+    read_tools: list[str] | None = Field(default=None, exclude=True)
+    """The advertised tools declared reads (`traits_of`), set from the request's kernel; the claim check calls
+    only these (None: any advertised tool)."""
 
 
 @dataclass(frozen=True)
@@ -194,6 +199,36 @@ class LocalChatCompletion(ChatCompletionClientBase):
                 settings.tools = tools or None
 
         return update
+
+    async def get_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings, **kwargs: Any
+    ) -> list[ChatMessageContent]:
+        """Answer ``chat_history``; the request's ``kernel`` tells which of its tools only read."""
+        return await super().get_chat_message_contents(chat_history, self._with_reads(settings, kwargs), **kwargs)
+
+    async def get_streaming_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings, **kwargs: Any
+    ) -> AsyncGenerator[list[StreamingChatMessageContent], Any]:
+        """Stream the answer to ``chat_history``; the request's ``kernel`` tells which of its tools only read."""
+        own = self._with_reads(settings, kwargs)
+        async for batch in super().get_streaming_chat_message_contents(chat_history, own, **kwargs):
+            yield batch
+
+    def _with_reads(self, settings: PromptExecutionSettings, kwargs: Mapping[str, Any]) -> PromptExecutionSettings:
+        """``settings`` as this service's, with `read_tools` from the kernel's declarations (unchanged without one)."""
+        kernel = kwargs.get("kernel")
+        if not isinstance(kernel, Kernel):
+            return settings
+        own = settings
+        if not isinstance(own, LocalChatPromptExecutionSettings):
+            own = self.get_prompt_execution_settings_from_settings(settings)
+        reads = [
+            function.fully_qualified_name
+            for plugin in kernel.plugins.values()
+            for function in plugin.functions.values()
+            if traits_of(function).read_only
+        ]
+        return own.model_copy(update={"read_tools": reads})
 
     def _reset_function_choice_settings(self, settings: PromptExecutionSettings) -> None:
         if isinstance(settings, LocalChatPromptExecutionSettings):
@@ -290,7 +325,14 @@ class LocalChatCompletion(ChatCompletionClientBase):
                 await answer.aclose()
                 if cut:  # a finished answer has counted its pieces already
                     usage.completion += len(held)
-                calls = await self._named_calls(prompt, names, tools, said, greedy, usage)
+                # Only a read: a claim about the plant asks for data, never for a change (a write would be parked).
+                readable = [
+                    t for t in tools if settings.read_tools is None or t["function"]["name"] in settings.read_tools
+                ]
+                readable_names = [str(t["function"]["name"]) for t in readable]
+                calls = (
+                    await self._named_calls(prompt, readable_names, readable, said, greedy, usage) if readable else []
+                )
                 if calls:
                     yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
                     return

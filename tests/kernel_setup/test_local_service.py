@@ -507,6 +507,10 @@ async def test_an_answer_that_vouches_for_the_plant_without_data_becomes_a_call(
     assert '"alarms-list_alarms"' in name["grammar"]
     assert arguments["prompt"].endswith('{"name": "alarms-list_alarms", "arguments": ')
     assert "<tool_response>" in answer["prompt"]
+    # A claim asks for data, never for a change: the names offered are the kernel's reads, no write among them.
+    assert '"work_orders-list_work_orders"' in name["grammar"] and "create_work_order" not in name["grammar"]
+    assert "create_work_order" not in arguments["grammar"]
+    assert "work_orders-create_work_order" in held["prompt"]  # although the prompt's tool list advertises it
 
 
 async def test_a_plain_answer_is_held_only_for_its_opening_and_streams_every_piece(tmp_path: Path) -> None:
