@@ -9,7 +9,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from kernel_setup.cli.common import CliState, fail, print_json, run, state
-from kernel_setup.evaluation.questions import Category, EvalQuestionsError, GoldenItem, load_questions
+from kernel_setup.evaluation.questions import (
+    Category,
+    EvalQuestionsError,
+    GoldenItem,
+    load_questions,
+    select_questions,
+)
 from kernel_setup.evaluation.runner import run_eval
 from kernel_setup.evaluation.scorer import EvalReport, Transcript, score_report
 from kernel_setup.settings import ChatProvider
@@ -24,9 +30,13 @@ def eval_command(
     temperature: float | None = typer.Option(
         None, "--temperature", min=0.0, max=2.0, help="Sampling temperature (default: Ollama.Temperature)."
     ),
-    category: list[Category] = typer.Option([], "--category", help="Only these categories (repeatable)."),
-    only: list[str] = typer.Option([], "--id", help="Only these question ids (repeatable)."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="At most this many questions per category."),
+    category: list[Category] = typer.Option(
+        [], "--category", help="Run this category's questions (repeatable; adds to --id)."
+    ),
+    only: list[str] = typer.Option([], "--id", help="Run this question (repeatable; adds to --category)."),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, help="At most this many questions per category (not counting --id ones)."
+    ),
     questions: Path | None = typer.Option(
         None, "--questions", help="Another question file (default: the packaged set)."
     ),
@@ -36,16 +46,22 @@ def eval_command(
     """Score tool selection, arguments, facts, groundedness, irrelevance, calls, latency and pass^k per category.
 
     Every question runs in a fresh session on a throwaway copy of the sample database.
+    Without --category or --id every question runs; with them, those categories' questions and those ids.
     Example: pumpops eval --provider local --k 2 --category single_tool --category irrelevance
     """
     cli = state(ctx)
     settings = cli.settings()
     try:
-        items = _select(load_questions(questions), category, only, limit)
+        golden = load_questions(questions)
+        items = select_questions(golden, category, only, limit)
     except EvalQuestionsError as exc:
         fail(cli, str(exc))
+    if not golden:
+        fail(cli, "The question set has no items.")
     if not items:
-        fail(cli, "No question matches the filters.")
+        present = ", ".join(dict.fromkeys(i.category.value for i in golden))
+        asked = ", ".join(c.value for c in category)
+        fail(cli, f"No question to run: the set has no {asked} question (its categories: {present}).")
     temp = settings.ollama.temperature if temperature is None else temperature
     if temp == 0 and k > 1 and not as_json:
         cli.err_console.print("[yellow]temperature 0: every trial is the same, so pass^k equals pass^1[/]")
@@ -80,19 +96,6 @@ def eval_command(
         print_json(cli, report.model_dump(mode="json"))
     else:
         _table(cli, report)
-
-
-def _select(items: list[GoldenItem], categories: list[Category], ids: list[str], limit: int | None) -> list[GoldenItem]:
-    chosen = [i for i in items if (not categories or i.category in categories) and (not ids or i.id in ids)]
-    if limit is None:
-        return chosen
-    counts: dict[Category, int] = {}
-    out = []
-    for item in chosen:
-        counts[item.category] = counts.get(item.category, 0) + 1
-        if counts[item.category] <= limit:
-            out.append(item)
-    return out
 
 
 def _pct(value: float | None) -> str:

@@ -1,6 +1,6 @@
 """The evaluation harness: a golden question set, a pure scorer over recorded turns, and a runner."""
 
-from kernel_setup.evaluation.questions import Category, ExpectedCall, GoldenItem, load_questions
+from kernel_setup.evaluation.questions import Category, ExpectedCall, GoldenItem, load_questions, select_questions
 from kernel_setup.evaluation.scorer import CategoryScore, EvalReport, Transcript, TrialScore, score_report, score_trial
 
 __all__ = [
@@ -14,4 +14,5 @@ __all__ = [
     "load_questions",
     "score_report",
     "score_trial",
+    "select_questions",
 ]

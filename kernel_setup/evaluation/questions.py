@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
+from difflib import get_close_matches
 from enum import Enum
 from importlib import resources
 from pathlib import Path
@@ -15,7 +17,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from kernel_setup.audit import AuditOutcome
 from storage.errors import PumpOpsError
 
-__all__ = ["ArgumentConstraint", "Category", "EvalQuestionsError", "ExpectedCall", "GoldenItem", "load_questions"]
+__all__ = [
+    "ArgumentConstraint",
+    "Category",
+    "EvalQuestionsError",
+    "ExpectedCall",
+    "GoldenItem",
+    "load_questions",
+    "select_questions",
+]
 
 
 _TODAY_PLUS = re.compile(r"\{today\+(\d{1,3})(?:\.\.(\d{1,3}))?\}")
@@ -141,6 +151,43 @@ def load_questions(
             if unknown:
                 raise EvalQuestionsError(f"{item.id} names unknown tools: {', '.join(sorted(unknown))}.")
     return items
+
+
+def select_questions(
+    items: list[GoldenItem],
+    categories: Sequence[Category] = (),
+    ids: Sequence[str] = (),
+    limit: int | None = None,
+) -> list[GoldenItem]:
+    """The items to run, in set order: every item of ``categories`` (at most ``limit`` each) and every one of ``ids``.
+
+    The two filters add up (``--category docs --id s3`` runs the docs items and s3); with neither, all items
+    (at most ``limit`` per category). An id named explicitly runs whatever the limit.
+
+    Raises:
+        EvalQuestionsError: an id that is not in the set (the message names close ones, or lists them all).
+    """
+    known = [item.id for item in items]
+    unknown = [i for i in dict.fromkeys(ids) if i not in known]
+    if unknown:
+        close = {i: get_close_matches(i, known, n=3, cutoff=0.8) for i in unknown}
+        named = ", ".join(
+            f"{i!r} (did you mean {', '.join(map(repr, c))}?)" if c else repr(i) for i, c in close.items()
+        )
+        listed = "" if all(close.values()) else f" The set's ids: {', '.join(known)}."
+        raise EvalQuestionsError(f"Unknown question id: {named}.{listed}")
+    wanted = set(ids)
+    by_category = bool(categories) or not ids
+    counts: dict[Category, int] = {}
+    chosen = []
+    for item in items:
+        in_category = by_category and (not categories or item.category in categories)
+        if in_category:
+            counts[item.category] = counts.get(item.category, 0) + 1
+            in_category = limit is None or counts[item.category] <= limit
+        if in_category or item.id in wanted:
+            chosen.append(item)
+    return chosen
 
 
 def _dated(fact: str | list[str], today: date) -> str | list[str]:

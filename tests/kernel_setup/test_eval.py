@@ -6,10 +6,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from kernel_setup import Settings, open_app
 from kernel_setup.agent.events import ToolCallRecord, TurnResult, Usage
-from kernel_setup.evaluation import Category, GoldenItem, Transcript, load_questions, score_report, score_trial
+from kernel_setup.cli.main import app as cli_app
+from kernel_setup.evaluation import (
+    Category,
+    GoldenItem,
+    Transcript,
+    load_questions,
+    score_report,
+    score_trial,
+    select_questions,
+)
 from kernel_setup.evaluation.questions import EvalQuestionsError
 from kernel_setup.evaluation.runner import throwaway_settings
 from kernel_setup.settings import ChatProvider
@@ -274,3 +284,39 @@ async def test_a_run_warms_up_once_unscored_then_times_only_warm_turns(
     assert transcript.result is not None and transcript.result.answer == "Good morning."
     report = score_report([item], done.transcripts, k=1, warmup_s=done.warmup_s)
     assert report.warmup_s == done.warmup_s and report.categories[0].irrelevance == 1.0
+
+
+def test_categories_and_ids_add_up_and_the_limit_spares_named_ids() -> None:
+    items = load_questions()
+    docs = [i.id for i in items if i.category == Category.DOCS]
+    chosen = select_questions(items, [Category.DOCS], ["single-summary"])
+    assert [i.id for i in chosen] == ["single-summary", *docs]  # set order, both filters
+    assert [i.id for i in select_questions(items, ids=["irrelevant-2", "single-summary"])] == [
+        "single-summary",
+        "irrelevant-2",
+    ]
+    limited = select_questions(items, [Category.DOCS, Category.WRITE], ["docs-seal-leak"], limit=1)
+    assert [i.id for i in limited] == [docs[0], "docs-seal-leak", "write-work-order-007"]
+    everything = select_questions(items, limit=1)
+    assert len(everything) == len(Category) and len({i.category for i in everything}) == len(Category)
+    assert select_questions(items) == items
+
+
+def test_an_unknown_question_id_is_refused_with_the_close_ones() -> None:
+    items = load_questions()
+    with pytest.raises(EvalQuestionsError, match=r"'single-sumary' \(did you mean 'single-summary'\?\)"):
+        select_questions(items, [Category.DOCS], ["single-sumary"])
+
+
+def test_the_eval_command_refuses_an_unknown_id_before_any_model_runs(tmp_path: Path) -> None:
+    settings = tmp_path / "appsettings.json"
+    settings.write_text(json.dumps({"Database": {"Path": "t.db"}, "Qdrant": {"Path": ":memory:"}}))
+    result = CliRunner().invoke(cli_app, ["--settings", str(settings), "eval", "--id", "nope-1", "--k", "1"])
+    assert result.exit_code == 2 and "Unknown question id: 'nope-1'" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "t.db").exists()
+    empty = tmp_path / "q.json"
+    empty.write_text(json.dumps({"version": 1, "items": [json.loads(SMALL_TALK.model_dump_json())]}))
+    result = CliRunner().invoke(
+        cli_app, ["--settings", str(settings), "eval", "--questions", str(empty), "--category", "docs"]
+    )
+    assert result.exit_code == 2 and "the set has no docs question (its categories: irrelevance)" in result.output
