@@ -53,6 +53,7 @@ from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.grounding import ungrounded_numbers
+from kernel_setup.reassurance import overlooked_alarms
 from kernel_setup.settings import AgentSettings
 from plugins.declarations import traits_of
 from storage.errors import PumpOpsError
@@ -185,6 +186,7 @@ class TurnRunner:
             degraded=turn.degraded_reason is not None,
             reason=turn.degraded_reason,
             ungrounded=ungrounded_numbers(answer, turn.tool_texts, question) if answer else [],
+            overlooked_alarms=overlooked_alarms(answer, turn.tool_texts),
             usage=turn.usage,
             session=session_id,
         )

@@ -8,14 +8,16 @@ back until `opening_complete`); the local service then calls a tool instead of s
 
 What counts, case-insensitive:
 
-* **A state claim**: the plant, the system, the fleet, the pumps, "everything", "all", "we" or "they" said to be
+* **A state claim** (`kernel_setup.reassurance.STATE_CLAIM`, shared with the check of answers after results):
+  the plant, the system, the fleet, the pumps, "everything", "all", "we" or "they" said to be
   fine, OK, good, normal, operational, functioning, healthy, stable, under control ("the system is
   functioning well", "we're good", "Everything good!", "All pumps are running normally", "I've been working
   on the pumps to ensure they are running smoothly").
   "I" is never such a subject: "I'm fine, thank you" answers small talk.
-* **A denial of trouble**: no, nothing or none with problems, issues, alarms, faults, failures, concerns,
-  errors, warnings or anomalies in the plural, or with "wrong" or "trouble" ("Nothing wrong", "There are
-  no active alarms"). "No problem" in the singular is politeness, not a claim.
+* **A denial of trouble** (`kernel_setup.reassurance.DENIAL`): no, nothing or none with problems, issues,
+  alarms, faults, failures, concerns, errors, warnings or anomalies in the plural, or with "wrong" or
+  "trouble" ("Nothing wrong", "There are no active alarms"). "No problem" in the singular is politeness, not a
+  claim.
 * **Data it never read**: "as per the most recent system summary", "based on the latest readings",
   "based on the information I have".
 * **Tool talk**: an advertised tool's name, with or without its plugin (``assets-list_pumps``,
@@ -31,6 +33,7 @@ import re
 from collections.abc import Sequence
 
 from kernel_setup.agent.shaping import FENCE_WORD
+from kernel_setup.reassurance import DENIAL, STATE_CLAIM
 
 __all__ = ["OPENING_CHARACTERS", "OPENING_PIECES", "data_claim", "opening_complete"]
 
@@ -39,28 +42,12 @@ OPENING_PIECES = 32
 OPENING_CHARACTERS = 24
 """The opening runs to the first sentence end after this many characters ("Hello!" alone is not enough)."""
 
-_SUBJECT = (
-    r"(?:everything|all(?: (?:the )?(?:pumps|stations|systems|equipment))?|things|we|they|"
-    r"(?:the|our) (?:pump |pumping )?"
-    r"(?:system|systems|plant|fleet|station|stations|pumps?|equipment|site|network|operations?))"
-)
-_LINK = r"(?:'s|'re|\s+(?:is|are|looks?|seems?|appears?|remains?|runs?|stays?|operates?|working))?"
-_ADVERB = (
-    r"(?:\s+(?:to be|all|currently|now|still|fully|pretty|quite|very|running|operating|looking|functioning|doing))*"
-)
-_STATE = (
-    r"(?:fine|ok|okay|good|great|well|normal(?:ly)?|operational|functioning|working|online|healthy|"
-    r"smooth(?:ly)?|stable|under control|in order|as expected|clear)"
-)
-_STATE_CLAIM = rf"\b{_SUBJECT}{_LINK}{_ADVERB},?\s+{_STATE}\b"
-_TROUBLE = r"(?:problems|issues|alarms|faults|failures|concerns|errors|warnings|anomalies|wrong|trouble)"
-_DENIAL = rf"\b(?:no|nothing|none|not any|zero)\b(?:\s+[\w-]+){{0,3}}?\s+{_TROUBLE}\b|\bnothing(?:'s| is)? wrong\b"
 _UNREAD_DATA = (
     r"\b(?:according to|as per|based on|per)\s+(?:the\s+|my\s+|our\s+)?(?:latest\s+|most recent\s+|current\s+|last\s+)?"
     r"(?:system\s+|sensor\s+|alarm\s+)?(?:summary|data|readings|records|registry|logs?|report|information)\b"
 )
 _MARKUP = rf"<tool_call>|</?tools>|\{{\s*\"name\"\s*:|{re.escape(FENCE_WORD)}"
-_CLAIMS = re.compile(rf"{_STATE_CLAIM}|{_DENIAL}|{_UNREAD_DATA}|{_MARKUP}", re.IGNORECASE)
+_CLAIMS = re.compile(rf"{STATE_CLAIM}|{DENIAL}|{_UNREAD_DATA}|{_MARKUP}", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 
 

@@ -77,6 +77,12 @@ def _footer(cli: CliState, result: TurnResult) -> None:
             f"[bold yellow]unverified numbers[/] (not found in any tool result): {', '.join(result.ungrounded)}",
             highlight=False,
         )
+    if result.overlooked_alarms:
+        cli.err_console.print(
+            "[bold yellow]the answer says all is well, but the tool results show active alarms:[/] "
+            + escape(", ".join(result.overlooked_alarms)),
+            highlight=False,
+        )
     cli.err_console.print(
         f"[dim]session {result.session} · {result.usage.model_calls} model calls · "
         f"{result.usage.prompt_tokens}+{result.usage.completion_tokens} tokens"

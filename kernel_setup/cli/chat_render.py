@@ -88,6 +88,12 @@ class TurnRenderer:
             self._notes.print(
                 f"[bold yellow]⚠ unverified numbers[/] (found in no tool result): {numbers}", highlight=False
             )
+        if result.overlooked_alarms:
+            alarms = escape(", ".join(result.overlooked_alarms))
+            self._notes.print(
+                f"[bold yellow]⚠ the answer says all is well, but the tool results show active alarms:[/] {alarms}",
+                highlight=False,
+            )
         usage = result.usage
         self._notes.print(
             f"[dim]session {result.session} · {usage.model_calls} model calls · "

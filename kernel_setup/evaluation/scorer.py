@@ -1,11 +1,11 @@
 """Score recorded turns against golden items: a pure function of transcripts, testable without a model.
 
-Per trial: tool selection (every expected call made, by an acceptable name, and nothing outside
-the expected and allowed names), argument accuracy (each expected call matched with its
-arguments and status), fact recall, groundedness (no ungrounded numbers), irrelevance (no call at
-all, for small-talk items). A trial passes when all of these hold and the turn answered. Per
-category: the means, model calls per question, latency, pass^1 (mean pass rate over trials) and
-pass^k (the share of items that passed in every one of the k trials).
+Per trial: tool selection (every expected call made, by an acceptable name, and nothing outside the expected
+and allowed names), argument accuracy (each expected call matched with its arguments and status), fact recall,
+groundedness (no ungrounded numbers, and no all-clear that the turn's results contradict:
+`TurnResult.overlooked_alarms`), irrelevance (no call at all, for small-talk items). A trial passes when all
+of these hold and the turn answered. Per category: the means, model calls per question, latency, pass^1 (mean
+pass rate over trials) and pass^k (the share of items that passed in every one of the k trials).
 """
 
 from __future__ import annotations
@@ -165,9 +165,12 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     recall = sum(_fact_found(answer, f) for f in item.facts) / len(item.facts) if item.facts else None
     if recall is not None and recall < 1:
         problems.append(f"facts missing: {[f for f in item.facts if not _fact_found(answer, f)]}")
-    grounded = result is not None and not ungrounded
+    overlooked = result.overlooked_alarms if result is not None else []
+    grounded = result is not None and not ungrounded and not overlooked
     if ungrounded:
         problems.append(f"ungrounded numbers: {ungrounded}")
+    if overlooked:
+        problems.append(f"all clear despite alarms in the results: {overlooked}")
     irrelevance = (not calls) if item.category == Category.IRRELEVANCE else None
     answered = result is not None and bool(answer.strip())
     if result is not None and not answered:

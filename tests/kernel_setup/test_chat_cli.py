@@ -117,6 +117,20 @@ def test_degraded_turns_and_unverified_numbers_are_flagged(tmp_path: Path) -> No
     assert "⚠ unverified numbers (found in no tool result): 12.7" in text
 
 
+def test_an_all_clear_over_active_alarms_is_flagged_under_the_answer(tmp_path: Path) -> None:
+    fake = ScriptedOllama(
+        [reply(tool_calls=[call("assets-get_system_summary")]), reply("All pumps are running normally.")]
+    )
+    code, output = chat(write_settings(tmp_path), fake, ["Are we OK?"])
+    assert code == 0
+    text = " ".join(normalized(output).split())  # the warning wraps at the terminal's width
+    assert "pumpops> All pumps are running normally. ⚠ the answer says all is well" in text
+    assert (
+        "⚠ the answer says all is well, but the tool results show active alarms: "
+        "1 critical active alarm (fleet summary), 1 high active alarm (fleet summary)"
+    ) in text
+
+
 def test_refused_and_failed_tool_calls_carry_their_mark(tmp_path: Path) -> None:
     fake = ScriptedOllama(
         [

@@ -285,3 +285,22 @@ async def test_a_fabricated_number_is_reported_as_ungrounded(settings: Settings)
     )
     result = await run_turn(settings, fake, "PUMP-007?")
     assert result.ungrounded == ["12.7"]
+
+
+async def test_an_all_clear_the_results_contradict_names_the_alarms_it_passed_over(settings: Settings) -> None:
+    fake = ScriptedOllama(
+        [
+            reply(tool_calls=[call("alarms-list_alarms")]),
+            reply("Everything is fine. There are 5 active alarms."),
+        ]
+    )
+    result = await run_turn(settings, fake, "Anything wrong?")
+    assert result.ungrounded == []  # the number is right; the reassurance is not
+    assert result.overlooked_alarms == ["ALM-0001 (critical on PUMP-007)", "ALM-0002 (high on PUMP-004)"]
+    honest = ScriptedOllama(
+        [
+            reply(tool_calls=[call("alarms-list_alarms")]),
+            reply("PUMP-007 has a critical alarm and PUMP-004 a high one; the other pumps are fine."),
+        ]
+    )
+    assert (await run_turn(settings, honest, "Anything wrong?")).overlooked_alarms == []

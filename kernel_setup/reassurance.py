@@ -1,0 +1,171 @@
+"""Reassurance the data contradicts: an answer that calls the plant fine while its tool results hold alarms.
+
+An operator who reads "Everything is running normally." should be able to trust it. Numbers are checked by
+`kernel_setup.grounding`; this checks the one sentence that matters most the other way: after reading five
+active alarms, a small model may still open with "Everything is fine". `overlooked_alarms` returns the
+active alarms of the turn's results that an all-clear sentence of the answer passes over, so the operator
+is warned under the answer (and `pumpops eval` counts the answer as ungrounded).
+
+What counts as an all-clear (case-insensitive), sentence by sentence:
+
+* **A state claim** (`STATE_CLAIM`): the plant, the system, the fleet, the pumps, "everything", "all", "we" or
+  "they" said to be fine, OK, normal, operational, healthy, stable, under control ("the system is
+  functioning well", "All pumps are running normally").
+* **A denial of trouble** (`DENIAL`): no, nothing or none with problems, issues, alarms, faults … ("Nothing
+  wrong", "There are no critical alarms"). "No problem" in the singular is politeness, not a claim.
+
+A sentence that scopes its claim is left alone: one with "except", "but", "apart from", "other than", "the
+rest", "the others", "other pumps", "otherwise" and the like ("PUMP-007 has a critical alarm; the others are
+fine"), or whose subject is one pump or "they" (who they are is in another sentence). A sentence that names
+pump ids speaks for those pumps only. A general all-clear is contradicted by active critical or high alarms;
+a denial of alarms by any active alarm, or by those of the severities it names ("no critical alarms").
+
+The alarms are read from the results' JSON: every object with an ``alarm_id`` and a ``severity`` that is not
+marked ``"active": false`` (alarm lists, a pump's ``active_alarms``, whose pump is the enclosing object's
+``pump_id``), and the fleet summary's ``active_alarms_by_severity`` counts when no listed alarm accounts for
+them. Pure: regular expressions and ``json`` only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DENIAL", "STATE_CLAIM", "overlooked_alarms"]
+
+_SUBJECT = (
+    r"(?:everything|all(?: (?:the )?(?:pumps|stations|systems|equipment))?|things|we|they|"
+    r"(?:the|our) (?:pump |pumping )?"
+    r"(?:system|systems|plant|fleet|station|stations|pumps?|equipment|site|network|operations?))"
+)
+_LINK = r"(?:'s|'re|\s+(?:is|are|looks?|seems?|appears?|remains?|runs?|stays?|operates?|working))?"
+_ADVERB = (
+    r"(?:\s+(?:to be|all|currently|now|still|fully|pretty|quite|very|running|operating|looking|functioning|doing))*"
+)
+_STATE = (
+    r"(?:fine|ok|okay|good|great|well|normal(?:ly)?|operational|functioning|working|online|healthy|"
+    r"smooth(?:ly)?|stable|under control|in order|as expected|clear)"
+)
+_TROUBLE = r"(?:problems|issues|alarms|faults|failures|concerns|errors|warnings|anomalies|wrong|trouble)"
+
+STATE_CLAIM = rf"\b{_SUBJECT}{_LINK}{_ADVERB},?\s+{_STATE}\b"
+"""A regular expression (to compile case-insensitive): the plant or everything said to be in a good state."""
+DENIAL = rf"\b(?:no|nothing|none|not any|zero)\b(?:\s+[\w-]+){{0,3}}?\s+{_TROUBLE}\b|\bnothing(?:'s| is)? wrong\b"
+"""A regular expression (to compile case-insensitive): trouble denied ("no active alarms", "nothing wrong")."""
+
+_ALL_CLEAR = re.compile(rf"(?P<claim>{STATE_CLAIM})|(?P<denial>{DENIAL})", re.IGNORECASE)
+_SCOPED = re.compile(
+    r"\b(?:except|excluding|but|however|although|though|apart from|aside from|other than|besides|otherwise|"
+    r"the rest|the others?|(?:all )?other (?:pumps|stations)|remaining|not (?:everything|all))\b",
+    re.IGNORECASE,
+)
+_ONE_THING = re.compile(r"^(?:they|(?:the|our) (?:pump |pumping )?(?:pump|station)\b(?!s))", re.IGNORECASE)
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
+_PUMP_ID = re.compile(r"\bPUMP-\d+\b", re.IGNORECASE)
+_SEVERITIES = ("critical", "high", "medium", "low")
+_SERIOUS = frozenset({"critical", "high"})
+
+
+@dataclass(frozen=True)
+class _Alarm:
+    severity: str
+    pump: str | None
+    alarm_id: str | None  # None: a count from the fleet summary
+    count: int = 1
+
+    def describe(self) -> str:
+        if self.alarm_id is None:
+            plural = "s" if self.count != 1 else ""
+            return f"{self.count} {self.severity} active alarm{plural} (fleet summary)"
+        on = f" on {self.pump}" if self.pump else ""
+        return f"{self.alarm_id} ({self.severity}{on})"
+
+
+def overlooked_alarms(answer: str, tool_texts: Sequence[str]) -> list[str]:
+    """Active alarms in ``tool_texts`` that an all-clear sentence of ``answer`` passes over, described.
+
+    Each is ``"ALM-0001 (critical on PUMP-007)"``, or ``"1 high active alarm (fleet summary)"`` for a count
+    no listed alarm accounts for; empty when the answer vouches for nothing or the results back it.
+    """
+    alarms = _active_alarms(tool_texts)
+    if not alarms:
+        return []
+    found: dict[str, None] = {}
+    for sentence in _SENTENCES.split(answer):
+        for alarm in _contradicting(sentence, alarms):
+            found[alarm.describe()] = None
+    return list(found)
+
+
+def _contradicting(sentence: str, alarms: Sequence[_Alarm]) -> Iterator[_Alarm]:
+    """The alarms that contradict ``sentence``'s all-clear, if it holds an unscoped one."""
+    match = _ALL_CLEAR.search(sentence)
+    if match is None or _SCOPED.search(sentence) or _ONE_THING.match(match.group(0)):
+        return
+    phrase = match.group(0).lower()
+    named = {s for s in _SEVERITIES if re.search(rf"\b{s}\b", phrase)}
+    if named:
+        severities: frozenset[str] = frozenset(named)
+    elif match.group("denial") and "alarm" in phrase:
+        severities = frozenset(_SEVERITIES)
+    else:
+        severities = _SERIOUS
+    pumps = {p.upper() for p in _PUMP_ID.findall(sentence)}
+    for alarm in alarms:
+        if alarm.severity not in severities:
+            continue
+        if pumps and (alarm.pump is None or alarm.pump not in pumps):
+            continue  # a count from the summary says nothing about the pumps named
+        yield alarm
+
+
+def _active_alarms(tool_texts: Sequence[str]) -> list[_Alarm]:
+    listed: dict[str, _Alarm] = {}
+    counts: dict[str, int] = {}
+    for text in tool_texts:
+        try:
+            data = json.loads(text)
+        except ValueError:
+            continue
+        for alarm in _walk(data, None):
+            listed.setdefault(alarm.alarm_id or "", alarm)
+        for severity, count in _summary_counts(data).items():
+            counts[severity] = max(counts.get(severity, 0), count)
+    alarms = list(listed.values())
+    for severity in (s for s in _SEVERITIES if s in counts):  # most severe first
+        unlisted = counts[severity] - sum(1 for a in alarms if a.severity == severity)
+        if unlisted > 0:
+            alarms.append(_Alarm(severity=severity, pump=None, alarm_id=None, count=unlisted))
+    return alarms
+
+
+def _walk(value: Any, pump: str | None) -> Iterator[_Alarm]:
+    if isinstance(value, list):
+        for item in value:
+            yield from _walk(item, pump)
+        return
+    if not isinstance(value, dict):
+        return
+    own_pump = value.get("pump_id")
+    pump = own_pump.upper() if isinstance(own_pump, str) else pump
+    severity = value.get("severity")
+    alarm_id = value.get("alarm_id")
+    if isinstance(alarm_id, str) and isinstance(severity, str) and value.get("active", True) is not False:
+        if severity.lower() in _SEVERITIES:
+            yield _Alarm(severity=severity.lower(), pump=pump, alarm_id=alarm_id)
+    for child in value.values():
+        yield from _walk(child, pump)
+
+
+def _summary_counts(value: Any) -> dict[str, int]:
+    counts = value.get("active_alarms_by_severity") if isinstance(value, dict) else None
+    if not isinstance(counts, dict):
+        return {}
+    return {
+        str(s).lower(): int(n)
+        for s, n in counts.items()
+        if str(s).lower() in _SEVERITIES and isinstance(n, int) and not isinstance(n, bool) and n > 0
+    }

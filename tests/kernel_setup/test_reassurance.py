@@ -1,0 +1,103 @@
+"""An all-clear the turn's own results contradict is caught; scoped or backed reassurance is not."""
+
+import json
+
+import pytest
+
+from kernel_setup.reassurance import overlooked_alarms
+
+ALARMS = json.dumps(
+    {
+        "count": 3,
+        "alarms": [
+            {"alarm_id": "ALM-0001", "pump_id": "PUMP-007", "severity": "critical", "value": 9.4, "active": True},
+            {"alarm_id": "ALM-0002", "pump_id": "PUMP-004", "severity": "high", "value": 7.8, "active": True},
+            {"alarm_id": "ALM-0004", "pump_id": "PUMP-002", "severity": "low", "value": 1.0, "active": True},
+            {"alarm_id": "ALM-0009", "pump_id": "PUMP-003", "severity": "critical", "active": False},
+        ],
+    }
+)
+DETAILS = json.dumps(
+    {
+        "pump_id": "PUMP-007",
+        "status": "online",
+        "active_alarms": [{"alarm_id": "ALM-0001", "severity": "critical", "value": 9.4}],
+    }
+)
+SUMMARY = json.dumps(
+    {
+        "total_pumps": 8,
+        "active_alarms_by_severity": {"low": 1, "medium": 2, "high": 1, "critical": 1},
+        "worst_pump": {"pump_id": "PUMP-007", "highest_active_severity": "critical"},
+    }
+)
+QUIET = json.dumps({"total_pumps": 8, "active_alarms_by_severity": {"low": 1}})
+SERIOUS = ["ALM-0001 (critical on PUMP-007)", "ALM-0002 (high on PUMP-004)"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Everything is fine. There are 3 active alarms.",
+        "The system is functioning well, with 3 active alarms listed.",
+        "All pumps are running normally.",
+        "Nothing wrong at the moment; ALM-0001 was raised at midnight.",
+        "We're good!",
+    ],
+)
+def test_a_general_all_clear_over_serious_alarms_is_caught(answer: str) -> None:
+    assert overlooked_alarms(answer, [ALARMS]) == SERIOUS
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "PUMP-007 has a critical alarm; the other pumps are fine.",
+        "Everything is fine except PUMP-007, which has a critical alarm.",
+        "PUMP-004 needs attention, but everything else is normal.",
+        "Apart from the two alarms above, the fleet is running normally.",
+        "Otherwise everything is fine.",
+        "PUMP-002 is online and they are running smoothly.",  # who "they" are is not this check's to guess
+        "The pump is operational.",  # one pump, named elsewhere
+        "Not everything is fine: PUMP-007 has a critical alarm.",
+        "There are 3 active alarms: ALM-0001 is critical on PUMP-007.",  # no reassurance at all
+        "No problem, happy to help.",  # politeness
+    ],
+)
+def test_scoped_or_honest_answers_are_left_alone(answer: str) -> None:
+    assert overlooked_alarms(answer, [ALARMS]) == []
+
+
+def test_a_sentence_naming_pumps_speaks_for_those_pumps_only() -> None:
+    assert overlooked_alarms("PUMP-002 and PUMP-006: no problems.", [ALARMS]) == []  # PUMP-002's alarm is low
+    assert overlooked_alarms("PUMP-007 shows no issues.", [DETAILS]) == ["ALM-0001 (critical on PUMP-007)"]
+    # A count from the summary cannot be pinned on a pump the answer names.
+    assert overlooked_alarms("PUMP-001 has no issues.", [SUMMARY]) == []
+
+
+def test_a_denial_of_alarms_is_contradicted_by_any_alarm_or_by_the_severities_it_names() -> None:
+    assert overlooked_alarms("There are no active alarms.", [ALARMS]) == [*SERIOUS, "ALM-0004 (low on PUMP-002)"]
+    assert overlooked_alarms("There are no critical alarms.", [ALARMS]) == ["ALM-0001 (critical on PUMP-007)"]
+    assert overlooked_alarms("No low alarms.", [QUIET]) == ["1 low active alarm (fleet summary)"]
+    assert overlooked_alarms("Everything is fine.", [QUIET]) == []  # a low alarm does not contradict it
+
+
+def test_the_summary_counts_only_what_no_listed_alarm_accounts_for() -> None:
+    assert overlooked_alarms("Everything is fine.", [SUMMARY]) == [
+        "1 critical active alarm (fleet summary)",
+        "1 high active alarm (fleet summary)",
+    ]
+    # The pump's details list the critical one, so the summary adds only the high one.
+    assert overlooked_alarms("Everything is fine.", [SUMMARY, DETAILS]) == [
+        "ALM-0001 (critical on PUMP-007)",
+        "1 high active alarm (fleet summary)",
+    ]
+
+
+def test_inactive_alarms_errors_and_text_results_contradict_nothing() -> None:
+    resolved = json.dumps({"alarms": [{"alarm_id": "ALM-0009", "severity": "critical", "active": False}]})
+    assert overlooked_alarms("Everything is fine.", [resolved, '{"error": "no such pump"}', "plain text"]) == []
+    assert overlooked_alarms("Everything is fine.", []) == []
+    assert overlooked_alarms("", [ALARMS]) == []
+    # Each alarm is named once, however many sentences vouch.
+    assert overlooked_alarms("Everything is fine. All good. No problems.", [ALARMS, DETAILS]) == SERIOUS
