@@ -43,7 +43,8 @@ _SUBJECT = (
 )
 _LINK = r"(?:'s|'re|\s+(?:is|are|looks?|seems?|appears?|remains?|runs?|stays?|operates?|working))?"
 _ADVERB = (
-    r"(?:\s+(?:to be|all|currently|now|still|fully|pretty|quite|very|running|operating|looking|functioning|doing))*"
+    r"(?:\s+(?:to be|all|currently|now|still|fully|pretty|quite|very|running|operating|looking|functioning|doing|"
+    r"going))*"
 )
 _STATE = (
     r"(?:fine|ok|okay|good|great|well|normal(?:ly)?|operational|functioning|working|online|healthy|"
@@ -53,7 +54,10 @@ _TROUBLE = r"(?:problems|issues|alarms|faults|failures|concerns|errors|warnings|
 
 STATE_CLAIM = rf"\b{_SUBJECT}{_LINK}{_ADVERB},?\s+{_STATE}\b"
 """A regular expression (to compile case-insensitive): the plant or everything said to be in a good state."""
-DENIAL = rf"\b(?:no|nothing|none|not any|zero)\b(?:\s+[\w-]+){{0,3}}?\s+{_TROUBLE}\b|\bnothing(?:'s| is)? wrong\b"
+DENIAL = (
+    rf"\b(?:no|nothing|none|not any|zero)\b(?:\s+[\w-]+){{0,3}}?\s+{_TROUBLE}\b|\bnothing(?:'s| is)? wrong\b"
+    r"|\bnothing (?:much|important|unusual|significant|notable|special|serious|of note)\b"
+)
 """A regular expression (to compile case-insensitive): trouble denied ("no active alarms", "nothing wrong")."""
 
 _ALL_CLEAR = re.compile(rf"(?P<claim>{STATE_CLAIM})|(?P<denial>{DENIAL})", re.IGNORECASE)

@@ -19,7 +19,10 @@ What counts, case-insensitive:
   "trouble" ("Nothing wrong", "There are no active alarms"). "No problem" in the singular is politeness, not a
   claim.
 * **Data it never read**: "as per the most recent system summary", "based on the latest readings",
-  "based on the information I have".
+  "based on the information I have", the fleet told as a count ("There are multiple pumps in maintenance.")
+  or a record id the operator did not name ("The single worst pump is PUMP-003.").
+* **Setting out to look**: "Let's find out what's wrong.", "Let me check." ("let me know" is not looking, and
+  an offer, "We can check that for you", is not a claim).
 * **Tool talk**: an advertised tool's name, with or without its plugin (``assets-list_pumps``,
   ``get_system_summary``), a plugin named as a tool ("the assets tool"), call markup (``<tool_call>``,
   ``<tools>``, ``{"name":``) or the fence word of tool results.
@@ -43,23 +46,41 @@ OPENING_CHARACTERS = 24
 """The opening runs to the first sentence end after this many characters ("Hello!" alone is not enough)."""
 
 _UNREAD_DATA = (
-    r"\b(?:according to|as per|based on|per)\s+(?:the\s+|my\s+|our\s+)?(?:latest\s+|most recent\s+|current\s+|last\s+)?"
+    r"\b(?:according to|as per|based on|per)\s+(?:the\s+|my\s+|our\s+)?"
+    r"(?:latest\s+|most recent\s+|current\s+|last\s+|available\s+)?"
     r"(?:system\s+|sensor\s+|alarm\s+)?(?:summary|data|readings|records|registry|logs?|report|information)\b"
 )
+# The fleet's state told as a count: "There are multiple pumps in maintenance."
+_STATE_WORD = r"(?:active|open|critical|offline|online|running|down|tripped|unacknowledged)"
+_FLEET_COUNT = (
+    r"\bthere (?:are|is)\s+(?:[\w-]+\s+){0,2}?(?:pumps?|alarms?|work orders?)\s+"
+    rf"(?:{_STATE_WORD}|in maintenance|under maintenance|in alarm)\b"
+    rf"|\bthere (?:are|is)\s+(?:[\w-]+\s+)?{_STATE_WORD}\s+(?:pumps?|alarms?|work orders?)\b"
+)
+# The model setting out to look (now, not offering to): "Let's find out what's wrong.", "Let me check."
+_LOOKING = (
+    r"\blet(?:'s| us| me)\s+(?!know\b)(?:[\w-]+\s+){0,4}?(?:check|find out|look (?:into|at)|take a look|pull up)\b"
+)
 _MARKUP = rf"<tool_call>|</?tools>|\{{\s*\"name\"\s*:|{re.escape(FENCE_WORD)}"
-_CLAIMS = re.compile(rf"{STATE_CLAIM}|{DENIAL}|{_UNREAD_DATA}|{_MARKUP}", re.IGNORECASE)
+_CLAIMS = re.compile(rf"{STATE_CLAIM}|{DENIAL}|{_FLEET_COUNT}|{_UNREAD_DATA}|{_LOOKING}|{_MARKUP}", re.IGNORECASE)
+_RECORD_ID = re.compile(r"\b(?:PUMP|ALM|WO)-\d{1,8}\b|\bAPR-[0-9A-F]{8}\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 
 
-def data_claim(text: str, tool_names: Sequence[str]) -> str | None:
+def data_claim(text: str, tool_names: Sequence[str], asked: str = "") -> str | None:
     """The first phrase of ``text`` that speaks for the plant's data or its tools, or None.
 
     ``tool_names`` are the advertised functions' full names (``assets-list_pumps``): the full name, the
-    function part and the plugin followed by "tool", "function" or "plugin" all count.
+    function part and the plugin followed by "tool", "function" or "plugin" all count. A record id
+    (``PUMP-003``, ``ALM-0001``) that ``asked``, the operator's message, does not name counts too.
     """
     found = _CLAIMS.search(text)
     if found:
         return found.group(0)
+    named_ids = {i.upper() for i in _RECORD_ID.findall(asked)}
+    for record in _RECORD_ID.finditer(text):
+        if record.group(0).upper() not in named_ids:
+            return record.group(0)
     for name in tool_names:
         plugin, _, function = name.rpartition("-")
         patterns = [re.escape(name), re.escape(function)]

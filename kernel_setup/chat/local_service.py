@@ -321,7 +321,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
                 if opening_complete(opening, len(held)):
                     cut = True
                     break
-            if data_claim(opening, names) is not None:
+            if data_claim(opening, names, asked=_last_user_text(chat_history)) is not None:
                 await answer.aclose()
                 if cut:  # a finished answer has counted its pieces already
                     usage.completion += len(held)

@@ -26,8 +26,18 @@ TOOLS = ["assets-list_pumps", "assets-get_system_summary", "alarms-list_alarms",
         ("Call the sensors-get_sensor_trend function to monitor pump readings.", "sensors-get_sensor_trend"),
         ("Check get_system_summary for the fleet.", "get_system_summary"),
         ("To know your pumps, use the assets tool.", "assets tool"),
+        # Openings that slipped through the patterns above (2026-12-05, eight terse questions, seed 1).
+        ("Let's find out what's wrong.", "Let's find out"),
+        ("Nothing important yet. Let's start with a system check.", "Nothing important"),
+        ("Nothing much to report; everything is going well.", "Nothing much"),
+        ("Thanks for asking: everything is going well.", "everything is going well"),
+        ("None as per the available data.", "as per the available data"),
+        ("No. There are multiple pumps in maintenance.", "There are multiple pumps in maintenance"),
+        ("The single worst pump is PUMP-003.", "PUMP-003"),
+        ("There are 2 active alarms.", "There are 2 active alarms"),
+        ("Let me check.", "Let me check"),
         # Other state claims and denials.
-        ("There are no active alarms.", "no active alarms"),
+        ("There are no active alarms.", "There are no active alarms"),
         ("All pumps are running normally.", "All pumps are running normally"),
         ("Everything is working fine.", "Everything is working"),
         ("Our stations are all OK.", "Our stations are all OK"),
@@ -57,6 +67,9 @@ def test_an_answer_that_speaks_for_the_plant_or_its_tools_is_a_claim(answer: str
         "Is anything wrong?",
         "We can check that for you as well.",
         "A listing of pumps would help.",  # words of a tool name, not the name
+        "Let me know if you would like me to check anything.",  # an offer
+        "Let's talk about pumps! What would you like to know?",
+        "There are many types of pumps, such as centrifugal pumps.",  # trivia, no state
         "The alarms list is long.",
     ],
 )
@@ -72,3 +85,10 @@ def test_the_opening_runs_to_a_sentence_end_past_a_few_words_or_to_the_piece_lim
     assert opening_complete("Here is what I found for you:\n", 9)
     assert opening_complete("word " * 40, OPENING_PIECES)
     assert not opening_complete("word " * 40, OPENING_PIECES - 1)
+
+
+def test_a_record_id_is_a_claim_unless_the_operator_named_it() -> None:
+    assert data_claim("PUMP-003 is the worst.", TOOLS) == "PUMP-003"
+    assert data_claim("ALM-0001 is still open.", TOOLS, asked="What about alm-0001?") is None
+    assert data_claim("Sure, PUMP-003 it is.", TOOLS, asked="Look at PUMP-003 and PUMP-004") is None
+    assert data_claim("PUMP-004 then, and PUMP-009.", TOOLS, asked="Look at PUMP-004") == "PUMP-009"

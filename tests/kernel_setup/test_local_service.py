@@ -522,6 +522,13 @@ async def test_a_plain_answer_is_held_only_for_its_opening_and_streams_every_pie
     assert len(engine.requests) == 1
 
 
+async def test_an_opening_may_repeat_the_record_id_the_operator_named(tmp_path: Path) -> None:
+    pieces = ["PUMP-007 is a good name ", "for a pump."]
+    engine = ScoringEngine([pieces], scores=[-3.0])
+    result, _ = await run(tmp_path, engine, "Is PUMP-007 a good name?")
+    assert result.tool_calls == [] and result.answer == "".join(pieces) and len(engine.requests) == 1
+
+
 async def test_without_the_claim_check_or_after_tool_results_a_vouching_answer_stands(tmp_path: Path) -> None:
     engine = ScoringEngine([["Yes, we're good."]], scores=[-3.0])
     result, _ = await run(tmp_path, engine, "Are we OK?", claim_check=False)
