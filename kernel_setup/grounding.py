@@ -1,4 +1,7 @@
-"""Groundedness check: flag numbers in a final answer that no tool result of the turn supports.
+"""Groundedness check: flag numbers (and record ids) in a final answer that no tool result of the turn supports.
+
+Record ids (``PUMP-007``, ``ALM-0001``, ``WO-0001``, ``APR-1A2B3C4D``) are checked apart, by `ungrounded_ids`:
+an id the turn never read is a record the model made up. The rules below are for numbers.
 
 After the final answer, every number in it is looked up among the numbers of the turn's tool
 results and the user's question. Numbers found nowhere are returned, as written in the answer, so
@@ -60,7 +63,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["SMALL_INTEGER_LIMIT", "ungrounded_numbers"]
+__all__ = ["RECORD_ID", "SMALL_INTEGER_LIMIT", "ungrounded_ids", "ungrounded_numbers"]
 
 SMALL_INTEGER_LIMIT = 10
 _FLOAT_EXPONENT = 308  # decimal exponents a float can hold; larger ones would overflow the decimal arithmetic
@@ -189,6 +192,31 @@ def ungrounded_numbers(answer: str, tool_results: Sequence[str], question: str =
             continue
         flagged.append(mention.text)
     return flagged
+
+
+RECORD_ID = re.compile(r"\b(?P<kind>PUMP|ALM|WO)-(?P<number>\d{1,8})\b|\bAPR-[0-9A-F]{8}\b", re.IGNORECASE)
+"""The registry's record ids as prose writes them: pumps, alarms, work orders and approvals."""
+
+
+def ungrounded_ids(answer: str, tool_results: Sequence[str], question: str = "") -> list[str]:
+    """Return the record ids in ``answer`` (`RECORD_ID`) that no tool result and not the question contains.
+
+    An id is the same however it is cased or zero-padded (``pump-7`` is ``PUMP-007``); the results are
+    read as text, so an id anywhere in them, a message included, counts. As written in the answer,
+    without duplicates, in order of first appearance.
+    """
+    known = {_record_key(m) for text in (*tool_results, question) for m in RECORD_ID.finditer(text)}
+    flagged: dict[str, None] = {}
+    for mention in RECORD_ID.finditer(answer):
+        if _record_key(mention) not in known:
+            flagged[mention.group(0)] = None
+    return list(flagged)
+
+
+def _record_key(match: re.Match[str]) -> tuple[str, str]:
+    if match.group("kind"):
+        return match.group("kind").upper(), str(int(match.group("number")))
+    return "APR", match.group(0).upper()
 
 
 def _mask(text: str, lent_parts: set[Decimal] | None = None) -> str:

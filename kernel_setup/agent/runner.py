@@ -52,7 +52,7 @@ from kernel_setup.chat.ollama_service import result_text
 from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
-from kernel_setup.grounding import ungrounded_numbers
+from kernel_setup.grounding import ungrounded_ids, ungrounded_numbers
 from kernel_setup.reassurance import overlooked_alarms
 from kernel_setup.settings import AgentSettings
 from plugins.declarations import traits_of
@@ -185,7 +185,11 @@ class TurnRunner:
             tool_calls=turn.records,
             degraded=turn.degraded_reason is not None,
             reason=turn.degraded_reason,
-            ungrounded=ungrounded_numbers(answer, turn.tool_texts, question) if answer else [],
+            ungrounded=[
+                *ungrounded_numbers(answer, turn.tool_texts, question),
+                # An id may come from earlier in the session: the operator's messages or the tools' results.
+                *ungrounded_ids(answer, [*turn.tool_texts, *_read_texts(chat)], question),
+            ],
             overlooked_alarms=overlooked_alarms(answer, turn.tool_texts),
             usage=turn.usage,
             session=session_id,
@@ -390,6 +394,17 @@ def _summary(outcome: CallOutcome, text: str) -> str:
         if key in data and not isinstance(data[key], dict | list):
             parts.append(f"{key}={data[key]}")
     return ", ".join(parts) or f"{len(text)} characters"
+
+
+def _read_texts(chat: ChatHistory) -> list[str]:
+    """What the operator said and the tools returned in ``chat`` (not the assistant's own words, nor the system)."""
+    texts: list[str] = []
+    for message in chat.messages:
+        if message.role == AuthorRole.USER:
+            texts.append(message.content or "")
+        elif message.role == AuthorRole.TOOL:
+            texts.append(_items_text(message))
+    return texts
 
 
 def _items_text(message: ChatMessageContent) -> str:

@@ -36,6 +36,7 @@ import re
 from collections.abc import Sequence
 
 from kernel_setup.agent.shaping import FENCE_WORD
+from kernel_setup.grounding import ungrounded_ids
 from kernel_setup.reassurance import DENIAL, STATE_CLAIM
 
 __all__ = ["OPENING_CHARACTERS", "OPENING_PIECES", "data_claim", "opening_complete"]
@@ -63,7 +64,6 @@ _LOOKING = (
 )
 _MARKUP = rf"<tool_call>|</?tools>|\{{\s*\"name\"\s*:|{re.escape(FENCE_WORD)}"
 _CLAIMS = re.compile(rf"{STATE_CLAIM}|{DENIAL}|{_FLEET_COUNT}|{_UNREAD_DATA}|{_LOOKING}|{_MARKUP}", re.IGNORECASE)
-_RECORD_ID = re.compile(r"\b(?:PUMP|ALM|WO)-\d{1,8}\b|\bAPR-[0-9A-F]{8}\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 
 
@@ -77,10 +77,9 @@ def data_claim(text: str, tool_names: Sequence[str], asked: str = "") -> str | N
     found = _CLAIMS.search(text)
     if found:
         return found.group(0)
-    named_ids = {i.upper() for i in _RECORD_ID.findall(asked)}
-    for record in _RECORD_ID.finditer(text):
-        if record.group(0).upper() not in named_ids:
-            return record.group(0)
+    invented = ungrounded_ids(text, [], asked)
+    if invented:
+        return invented[0]
     for name in tool_names:
         plugin, _, function = name.rpartition("-")
         patterns = [re.escape(name), re.escape(function)]

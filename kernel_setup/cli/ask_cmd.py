@@ -74,7 +74,7 @@ def _footer(cli: CliState, result: TurnResult) -> None:
         cli.err_console.print(f"[bold yellow]degraded:[/] {escape(result.reason or '')}", highlight=False)
     if result.ungrounded:
         cli.err_console.print(
-            f"[bold yellow]unverified numbers[/] (not found in any tool result): {', '.join(result.ungrounded)}",
+            f"[bold yellow]unverified numbers or ids[/] (not found in any tool result): {', '.join(result.ungrounded)}",
             highlight=False,
         )
     if result.overlooked_alarms:

@@ -78,7 +78,7 @@ class TurnRenderer:
         self._notes.print("[yellow]⏹ turn cancelled[/] (nothing was saved to the session)", highlight=False)
 
     def finish(self, result: TurnResult) -> None:
-        """Flags and the footer after the answer: degraded, unverified numbers, usage."""
+        """Flags and the footer after the answer: degraded, unverified numbers or ids, overlooked alarms, usage."""
         if result.degraded:
             self._notes.print(f"[bold yellow]⚠ degraded:[/] {escape(result.reason or 'unknown')}", highlight=False)
             if not result.answer.strip():
@@ -86,7 +86,7 @@ class TurnRenderer:
         if result.ungrounded:
             numbers = escape(", ".join(result.ungrounded))
             self._notes.print(
-                f"[bold yellow]⚠ unverified numbers[/] (found in no tool result): {numbers}", highlight=False
+                f"[bold yellow]⚠ unverified numbers or ids[/] (found in no tool result): {numbers}", highlight=False
             )
         if result.overlooked_alarms:
             alarms = escape(", ".join(result.overlooked_alarms))

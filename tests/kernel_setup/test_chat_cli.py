@@ -114,7 +114,7 @@ def test_degraded_turns_and_unverified_numbers_are_flagged(tmp_path: Path) -> No
     assert '✓ assets-get_pump_details(pump_id="PUMP-007") → pump_id=PUMP-007, status=online (N ms)' in text
     assert "pumpops> PUMP-007 is at 12.7 mm/s.\n" in text
     assert "⚠ degraded: model call limit of 2 reached; the last call had no tools" in text
-    assert "⚠ unverified numbers (found in no tool result): 12.7" in text
+    assert "⚠ unverified numbers or ids (found in no tool result): 12.7" in text
 
 
 def test_an_all_clear_over_active_alarms_is_flagged_under_the_answer(tmp_path: Path) -> None:

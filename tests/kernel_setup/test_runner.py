@@ -304,3 +304,20 @@ async def test_an_all_clear_the_results_contradict_names_the_alarms_it_passed_ov
         ]
     )
     assert (await run_turn(settings, honest, "Anything wrong?")).overlooked_alarms == []
+
+
+async def test_a_record_id_the_session_never_read_is_ungrounded(settings: Settings) -> None:
+    fake = ScriptedOllama(
+        [
+            reply(tool_calls=[call("alarms-list_alarms")]),
+            reply("ALM-0001 on PUMP-007 is critical; ALM-0006 on PUMP-009 is low."),
+        ]
+    )
+    result = await run_turn(settings, fake, "Which alarms are active?")
+    assert result.ungrounded == ["ALM-0006", "PUMP-009"]  # neither is in the alarm list
+    # A follow-up may name what an earlier turn read, or what the operator said, without a new call.
+    follow = ScriptedOllama([reply("ALM-0001 is on PUMP-007; PUMP-012 was your example.")])
+    later = await run_turn(settings, follow, "Which pump was ALM-0001 on? Not PUMP-012?", session=result.session)
+    assert later.ungrounded == []
+    invented = ScriptedOllama([reply("It is on PUMP-003.")])
+    assert (await run_turn(settings, invented, "Which pump?", session=result.session)).ungrounded == ["PUMP-003"]
