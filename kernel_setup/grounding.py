@@ -1,7 +1,8 @@
 """Groundedness check: flag numbers (and record ids) in a final answer that no tool result of the turn supports.
 
-Record ids (``PUMP-007``, ``ALM-0001``, ``WO-0001``, ``APR-1A2B3C4D``) are checked apart, by `ungrounded_ids`:
-an id the turn never read is a record the model made up. The rules below are for numbers.
+Record ids (``PUMP-007``, ``ALM-0001``, ``WO-0001``, ``APR-1A2B3C4D``) are checked apart, by `ungrounded_ids`,
+against every text the caller passes (the runner: this turn's results and the session's earlier questions and
+results): an id nothing read is a record the model made up. The rules below are for numbers.
 
 After the final answer, every number in it is looked up among the numbers of the turn's tool
 results and the user's question. Numbers found nowhere are returned, as written in the answer, so

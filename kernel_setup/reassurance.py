@@ -8,17 +8,21 @@ is warned under the answer (and `pumpops eval` counts the answer as ungrounded).
 
 What counts as an all-clear (case-insensitive), sentence by sentence:
 
-* **A state claim** (`STATE_CLAIM`): the plant, the system, the fleet, the pumps, "everything", "all", "we" or
-  "they" said to be fine, OK, normal, operational, healthy, stable, under control ("the system is
-  functioning well", "All pumps are running normally").
+* **A state claim**: the plant, the system, the fleet, the pumps, "everything", "all" or "we" said to be
+  fine, OK, good, normal, healthy, stable, under control ("the system is functioning well", "All pumps are
+  running normally"). Merely up is not well: "All pumps are online." answers a status question.
 * **A denial of trouble** (`DENIAL`): no, nothing or none with problems, issues, alarms, faults … ("Nothing
   wrong", "There are no critical alarms"). "No problem" in the singular is politeness, not a claim.
 
-A sentence that scopes its claim is left alone: one with "except", "but", "apart from", "other than", "the
-rest", "the others", "other pumps", "otherwise" and the like ("PUMP-007 has a critical alarm; the others are
-fine"), or whose subject is one pump or "they" (who they are is in another sentence). A sentence that names
-pump ids speaks for those pumps only. A general all-clear is contradicted by active critical or high alarms;
-a denial of alarms by any active alarm, or by those of the severities it names ("no critical alarms").
+(`STATE_CLAIM`, the broader form with "online", "operational" and "working", is the local model's claim check's.)
+A sentence that scopes its claim is left alone: one with "except", "but", "however", "apart from", "other",
+"else", "new", "more", "previous", "unacknowledged", "the rest", "otherwise" and the like ("PUMP-007 has a
+critical alarm and no other problems", "No new alarms since this morning"), one about "pump 2", or whose
+subject is one pump or "they" (who they are is in another sentence). A sentence that names pump ids speaks
+for those pumps only. A general all-clear is contradicted by active critical or high alarms; a denial of
+alarms by any active alarm, or by those of the severities it names ("no critical alarms"). An alarm the
+answer reports anywhere (its id; or its severity and its pump; for a summary count, its severity) is not
+overlooked, whatever else the answer says.
 
 The alarms are read from the results' JSON: every object with an ``alarm_id`` and a ``severity`` that is not
 marked ``"active": false`` (alarm lists, a pump's ``active_alarms``, whose pump is the enclosing object's
@@ -34,6 +38,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernel_setup.grounding import RECORD_ID
+
 __all__ = ["DENIAL", "STATE_CLAIM", "overlooked_alarms"]
 
 _SUBJECT = (
@@ -44,12 +50,14 @@ _SUBJECT = (
 _LINK = r"(?:'s|'re|\s+(?:is|are|looks?|seems?|appears?|remains?|runs?|stays?|operates?|working))?"
 _ADVERB = (
     r"(?:\s+(?:to be|all|currently|now|still|fully|pretty|quite|very|running|operating|looking|functioning|doing|"
-    r"going))*"
+    r"going))*+"
 )
 _STATE = (
     r"(?:fine|ok|okay|good|great|well|normal(?:ly)?|operational|functioning|working|online|healthy|"
     r"smooth(?:ly)?|stable|under control|in order|as expected|clear)"
 )
+# What an all-clear after results says: well, not merely up ("All pumps are online." answers a status question).
+_WELL = r"(?:fine|ok|okay|good|great|well|normal(?:ly)?|healthy|smooth(?:ly)?|stable|under control|in order|clear)"
 _TROUBLE = r"(?:problems|issues|alarms|faults|failures|concerns|errors|warnings|anomalies|wrong|trouble)"
 
 STATE_CLAIM = rf"\b{_SUBJECT}{_LINK}{_ADVERB},?\s+{_STATE}\b"
@@ -60,15 +68,15 @@ DENIAL = (
 )
 """A regular expression (to compile case-insensitive): trouble denied ("no active alarms", "nothing wrong")."""
 
-_ALL_CLEAR = re.compile(rf"(?P<claim>{STATE_CLAIM})|(?P<denial>{DENIAL})", re.IGNORECASE)
+_ALL_CLEAR = re.compile(rf"(?P<claim>\b{_SUBJECT}{_LINK}{_ADVERB},?\s+{_WELL}\b)|(?P<denial>{DENIAL})", re.IGNORECASE)
 _SCOPED = re.compile(
     r"\b(?:except|excluding|but|however|although|though|apart from|aside from|other than|besides|otherwise|"
-    r"the rest|the others?|(?:all )?other (?:pumps|stations)|remaining|not (?:everything|all))\b",
+    r"the rest|the others?|other|else|further|additional|previous|prior|new|more|unacknowledged|history|"
+    r"remaining|not (?:everything|all))\b|\bpumps? (?:no\.?\s*|#)?\d",
     re.IGNORECASE,
 )
 _ONE_THING = re.compile(r"^(?:they|(?:the|our) (?:pump |pumping )?(?:pump|station)\b(?!s))", re.IGNORECASE)
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
-_PUMP_ID = re.compile(r"\bPUMP-\d+\b", re.IGNORECASE)
 _SEVERITIES = ("critical", "high", "medium", "low")
 _SERIOUS = frozenset({"critical", "high"})
 
@@ -92,9 +100,12 @@ def overlooked_alarms(answer: str, tool_texts: Sequence[str]) -> list[str]:
     """Active alarms in ``tool_texts`` that an all-clear sentence of ``answer`` passes over, described.
 
     Each is ``"ALM-0001 (critical on PUMP-007)"``, or ``"1 high active alarm (fleet summary)"`` for a count
-    no listed alarm accounts for; empty when the answer vouches for nothing or the results back it.
+    no listed alarm accounts for; empty when the answer vouches for nothing, the results back it, or the answer
+    reports the alarm itself (its id, or its severity together with its pump; a summary count, its severity).
     """
-    alarms = _active_alarms(tool_texts)
+    answer = answer.replace("\u2019", "'")  # a typographic apostrophe: "We\u2019re good."
+    told = _ALL_CLEAR.sub(" ", answer)  # what the answer reports besides its all-clear phrases
+    alarms = [a for a in _active_alarms(tool_texts) if not _reported(a, told)]
     if not alarms:
         return []
     found: dict[str, None] = {}
@@ -104,20 +115,34 @@ def overlooked_alarms(answer: str, tool_texts: Sequence[str]) -> list[str]:
     return list(found)
 
 
+def _reported(alarm: _Alarm, told: str) -> bool:
+    """Whether ``told`` tells of ``alarm``: by its id, or by its severity and (unless a count) its pump."""
+    if alarm.alarm_id is not None and re.search(rf"\b{re.escape(alarm.alarm_id)}\b", told, re.IGNORECASE):
+        return True
+    if not re.search(rf"\b{alarm.severity}\b", told, re.IGNORECASE):
+        return False
+    return alarm.pump is None or alarm.pump in _pumps(told)
+
+
+def _pumps(text: str) -> set[str]:
+    """The pump ids ``text`` names, in the registry's form (``pump-7`` is ``PUMP-007``)."""
+    return {f"PUMP-{int(m.group('number')):03d}" for m in RECORD_ID.finditer(text) if m.group("kind").upper() == "PUMP"}
+
+
 def _contradicting(sentence: str, alarms: Sequence[_Alarm]) -> Iterator[_Alarm]:
     """The alarms that contradict ``sentence``'s all-clear, if it holds an unscoped one."""
     match = _ALL_CLEAR.search(sentence)
     if match is None or _SCOPED.search(sentence) or _ONE_THING.match(match.group(0)):
         return
     phrase = match.group(0).lower()
-    named = {s for s in _SEVERITIES if re.search(rf"\b{s}\b", phrase)}
+    named = {s for s in _SEVERITIES if re.search(rf"\b{s}\b(?!-)", phrase)}
     if named:
         severities: frozenset[str] = frozenset(named)
     elif match.group("denial") and "alarm" in phrase:
         severities = frozenset(_SEVERITIES)
     else:
         severities = _SERIOUS
-    pumps = {p.upper() for p in _PUMP_ID.findall(sentence)}
+    pumps = _pumps(sentence)
     for alarm in alarms:
         if alarm.severity not in severities:
             continue
@@ -132,9 +157,10 @@ def _active_alarms(tool_texts: Sequence[str]) -> list[_Alarm]:
     for text in tool_texts:
         try:
             data = json.loads(text)
-        except ValueError:
+            found = list(_walk(data, None))
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than anyone writes
             continue
-        for alarm in _walk(data, None):
+        for alarm in found:
             listed.setdefault(alarm.alarm_id or "", alarm)
         for severity, count in _summary_counts(data).items():
             counts[severity] = max(counts.get(severity, 0), count)
@@ -154,7 +180,8 @@ def _walk(value: Any, pump: str | None) -> Iterator[_Alarm]:
     if not isinstance(value, dict):
         return
     own_pump = value.get("pump_id")
-    pump = own_pump.upper() if isinstance(own_pump, str) else pump
+    if isinstance(own_pump, str):
+        pump = next(iter(_pumps(own_pump)), own_pump.upper())
     severity = value.get("severity")
     alarm_id = value.get("alarm_id")
     if isinstance(alarm_id, str) and isinstance(severity, str) and value.get("active", True) is not False:

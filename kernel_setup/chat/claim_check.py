@@ -21,8 +21,8 @@ What counts, case-insensitive:
 * **Data it never read**: "as per the most recent system summary", "based on the latest readings",
   "based on the information I have", the fleet told as a count ("There are multiple pumps in maintenance.")
   or a record id the operator did not name ("The single worst pump is PUMP-003.").
-* **Setting out to look**: "Let's find out what's wrong.", "Let me check." ("let me know" is not looking, and
-  an offer, "We can check that for you", is not a claim).
+* **Setting out to look**: "Let's find out what's wrong.", "Let me check." (the verb right after: "Let me
+  explain how to check a seal" explains, and an offer, "We can check that for you", is not a claim).
 * **Tool talk**: an advertised tool's name, with or without its plugin (``assets-list_pumps``,
   ``get_system_summary``), a plugin named as a tool ("the assets tool"), call markup (``<tool_call>``,
   ``<tools>``, ``{"name":``) or the fence word of tool results.
@@ -52,16 +52,14 @@ _UNREAD_DATA = (
     r"(?:system\s+|sensor\s+|alarm\s+)?(?:summary|data|readings|records|registry|logs?|report|information)\b"
 )
 # The fleet's state told as a count: "There are multiple pumps in maintenance."
-_STATE_WORD = r"(?:active|open|critical|offline|online|running|down|tripped|unacknowledged)"
+_STATE_WORD = r"(?:active|critical|offline|tripped|unacknowledged)"  # not "running": "two pumps running in parallel"
 _FLEET_COUNT = (
     r"\bthere (?:are|is)\s+(?:[\w-]+\s+){0,2}?(?:pumps?|alarms?|work orders?)\s+"
     rf"(?:{_STATE_WORD}|in maintenance|under maintenance|in alarm)\b"
     rf"|\bthere (?:are|is)\s+(?:[\w-]+\s+)?{_STATE_WORD}\s+(?:pumps?|alarms?|work orders?)\b"
 )
 # The model setting out to look (now, not offering to): "Let's find out what's wrong.", "Let me check."
-_LOOKING = (
-    r"\blet(?:'s| us| me)\s+(?!know\b)(?:[\w-]+\s+){0,4}?(?:check|find out|look (?:into|at)|take a look|pull up)\b"
-)
+_LOOKING = r"\blet(?:'s| us| me)\s+(?:(?:just|quickly|first)\s+)?(?:check|find out|look into|take a look|pull up)\b"
 _MARKUP = rf"<tool_call>|</?tools>|\{{\s*\"name\"\s*:|{re.escape(FENCE_WORD)}"
 _CLAIMS = re.compile(rf"{STATE_CLAIM}|{DENIAL}|{_FLEET_COUNT}|{_UNREAD_DATA}|{_LOOKING}|{_MARKUP}", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
@@ -74,6 +72,7 @@ def data_claim(text: str, tool_names: Sequence[str], asked: str = "") -> str | N
     function part and the plugin followed by "tool", "function" or "plugin" all count. A record id
     (``PUMP-003``, ``ALM-0001``) that ``asked``, the operator's message, does not name counts too.
     """
+    text = text.replace("\u2019", "'")  # a typographic apostrophe: "We\u2019re good."
     found = _CLAIMS.search(text)
     if found:
         return found.group(0)

@@ -182,7 +182,7 @@ def select_questions(
     chosen = []
     for item in items:
         in_category = by_category and (not categories or item.category in categories)
-        if in_category:
+        if in_category and item.id not in wanted:  # a named id runs whatever the limit, and counts toward none
             counts[item.category] = counts.get(item.category, 0) + 1
             in_category = limit is None or counts[item.category] <= limit
         if in_category or item.id in wanted:

@@ -2,7 +2,7 @@
 
 Per trial: tool selection (every expected call made, by an acceptable name, and nothing outside the expected
 and allowed names), argument accuracy (each expected call matched with its arguments and status), fact recall,
-groundedness (no ungrounded numbers, and no all-clear that the turn's results contradict:
+groundedness (no ungrounded numbers or record ids, and no all-clear that the turn's results contradict:
 `TurnResult.overlooked_alarms`), irrelevance (no call at all, for small-talk items). A trial passes when all
 of these hold and the turn answered. Per category: the means, model calls per question, latency, pass^1 (mean
 pass rate over trials) and pass^k (the share of items that passed in every one of the k trials).
@@ -168,7 +168,7 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     overlooked = result.overlooked_alarms if result is not None else []
     grounded = result is not None and not ungrounded and not overlooked
     if ungrounded:
-        problems.append(f"ungrounded numbers: {ungrounded}")
+        problems.append(f"ungrounded numbers or ids: {ungrounded}")
     if overlooked:
         problems.append(f"all clear despite alarms in the results: {overlooked}")
     irrelevance = (not calls) if item.category == Category.IRRELEVANCE else None

@@ -36,6 +36,8 @@ TOOLS = ["assets-list_pumps", "assets-get_system_summary", "alarms-list_alarms",
         ("The single worst pump is PUMP-003.", "PUMP-003"),
         ("There are 2 active alarms.", "There are 2 active alarms"),
         ("Let me check.", "Let me check"),
+        ("Let\u2019s find out.", "Let's find out"),
+        ("We\u2019re good.", "We're good"),
         # Other state claims and denials.
         ("There are no active alarms.", "There are no active alarms"),
         ("All pumps are running normally.", "All pumps are running normally"),
@@ -69,6 +71,9 @@ def test_an_answer_that_speaks_for_the_plant_or_its_tools_is_a_claim(answer: str
         "A listing of pumps would help.",  # words of a tool name, not the name
         "Let me know if you would like me to check anything.",  # an offer
         "Let's talk about pumps! What would you like to know?",
+        "Let's look at how a centrifugal pump works.",
+        "Let me explain how to check a mechanical seal.",
+        "There are two pumps running in parallel in a typical lift station.",
         "There are many types of pumps, such as centrifugal pumps.",  # trivia, no state
         "The alarms list is long.",
     ],

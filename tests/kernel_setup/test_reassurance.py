@@ -41,8 +41,9 @@ SERIOUS = ["ALM-0001 (critical on PUMP-007)", "ALM-0002 (high on PUMP-004)"]
         "Everything is fine. There are 3 active alarms.",
         "The system is functioning well, with 3 active alarms listed.",
         "All pumps are running normally.",
-        "Nothing wrong at the moment; ALM-0001 was raised at midnight.",
-        "We're good!",
+        "Nothing wrong at the moment.",
+        "We\u2019re good!",  # a typographic apostrophe
+        "Everything is fine. The worst pump is PUMP-007.",  # a pump named, but not its alarm
     ],
 )
 def test_a_general_all_clear_over_serious_alarms_is_caught(answer: str) -> None:
@@ -50,27 +51,56 @@ def test_a_general_all_clear_over_serious_alarms_is_caught(answer: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("scoped", "unscoped"),
+    [
+        ("Everything is fine except PUMP-007, which is in zone D.", "Everything is fine."),
+        ("PUMP-007 is in zone D, but everything is normal.", "Everything is normal."),
+        ("Apart from PUMP-007, the fleet is running normally.", "The fleet is running normally."),
+        ("Otherwise everything is fine.", "Everything is fine."),
+        ("PUMP-004 is in zone C and there are no other problems.", "There are no problems."),
+        ("No new alarms since this morning.", "No alarms since this morning."),
+        ("There are no unacknowledged alarms.", "There are no alarms."),
+        ("Pump 2 has no alarms.", "The plant has no alarms."),
+        ("They are running smoothly.", "We are running smoothly."),  # who "they" are is not this check's to guess
+        ("The pump is running normally.", "The pumps are running normally."),  # one pump, named elsewhere
+        ("Not everything is fine.", "Everything is fine."),
+    ],
+)
+def test_a_scoped_all_clear_is_left_alone(scoped: str, unscoped: str) -> None:
+    assert overlooked_alarms(unscoped, [ALARMS]) != []  # the same claim unscoped is caught
+    assert overlooked_alarms(scoped, [ALARMS]) == []
+
+
+@pytest.mark.parametrize(
     "answer",
     [
-        "PUMP-007 has a critical alarm; the other pumps are fine.",
-        "Everything is fine except PUMP-007, which has a critical alarm.",
-        "PUMP-004 needs attention, but everything else is normal.",
-        "Apart from the two alarms above, the fleet is running normally.",
-        "Otherwise everything is fine.",
-        "PUMP-002 is online and they are running smoothly.",  # who "they" are is not this check's to guess
-        "The pump is operational.",  # one pump, named elsewhere
-        "Not everything is fine: PUMP-007 has a critical alarm.",
-        "There are 3 active alarms: ALM-0001 is critical on PUMP-007.",  # no reassurance at all
+        "All pumps are online.",  # up is not well: a status question's answer
+        "We are working on ALM-0001.",
+        "There are 3 active alarms: ALM-0001 is critical on PUMP-007, ALM-0002 high on PUMP-004.",
         "No problem, happy to help.",  # politeness
     ],
 )
-def test_scoped_or_honest_answers_are_left_alone(answer: str) -> None:
+def test_answers_that_vouch_for_nothing_are_left_alone(answer: str) -> None:
     assert overlooked_alarms(answer, [ALARMS]) == []
+
+
+def test_an_alarm_the_answer_reports_is_not_overlooked() -> None:
+    # By id: only the other serious alarm is passed over.
+    assert overlooked_alarms("Nothing wrong; ALM-0001 was raised at midnight.", [ALARMS]) == [SERIOUS[1]]
+    # By severity and pump ("No other problems" scopes the sentence anyway).
+    assert overlooked_alarms("PUMP-007 has a critical alarm and no other problems.", [DETAILS]) == []
+    assert overlooked_alarms("Everything is fine. PUMP-007 has a critical vibration.", [ALARMS]) == [SERIOUS[1]]
+    # A count from the summary, by its severity; a denial naming a severity does not report it.
+    assert overlooked_alarms("Everything is fine. One critical alarm.", [SUMMARY]) == [
+        "1 high active alarm (fleet summary)"
+    ]
+    assert overlooked_alarms("No low alarms.", [QUIET]) == ["1 low active alarm (fleet summary)"]
 
 
 def test_a_sentence_naming_pumps_speaks_for_those_pumps_only() -> None:
     assert overlooked_alarms("PUMP-002 and PUMP-006: no problems.", [ALARMS]) == []  # PUMP-002's alarm is low
     assert overlooked_alarms("PUMP-007 shows no issues.", [DETAILS]) == ["ALM-0001 (critical on PUMP-007)"]
+    assert overlooked_alarms("pump-7 shows no issues.", [DETAILS]) == ["ALM-0001 (critical on PUMP-007)"]
     # A count from the summary cannot be pinned on a pump the answer names.
     assert overlooked_alarms("PUMP-001 has no issues.", [SUMMARY]) == []
 
@@ -78,7 +108,7 @@ def test_a_sentence_naming_pumps_speaks_for_those_pumps_only() -> None:
 def test_a_denial_of_alarms_is_contradicted_by_any_alarm_or_by_the_severities_it_names() -> None:
     assert overlooked_alarms("There are no active alarms.", [ALARMS]) == [*SERIOUS, "ALM-0004 (low on PUMP-002)"]
     assert overlooked_alarms("There are no critical alarms.", [ALARMS]) == ["ALM-0001 (critical on PUMP-007)"]
-    assert overlooked_alarms("No low alarms.", [QUIET]) == ["1 low active alarm (fleet summary)"]
+    assert overlooked_alarms("No high vibration alarms.", [ALARMS]) == [SERIOUS[1]]
     assert overlooked_alarms("Everything is fine.", [QUIET]) == []  # a low alarm does not contradict it
 
 
@@ -101,3 +131,9 @@ def test_inactive_alarms_errors_and_text_results_contradict_nothing() -> None:
     assert overlooked_alarms("", [ALARMS]) == []
     # Each alarm is named once, however many sentences vouch.
     assert overlooked_alarms("Everything is fine. All good. No problems.", [ALARMS, DETAILS]) == SERIOUS
+
+
+def test_deep_json_and_repeated_words_neither_crash_nor_hang() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    assert overlooked_alarms("Everything is fine.", [deep, ALARMS]) == SERIOUS
+    assert overlooked_alarms("all " * 20_000 + "fine", [ALARMS]) == SERIOUS  # linear, not quadratic
