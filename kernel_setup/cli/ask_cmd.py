@@ -63,12 +63,13 @@ async def _ask(cli: CliState, question: str, session: str | None, principal: str
                 cli.console.print(event.text, end="", highlight=False, markup=False, soft_wrap=True)
             elif isinstance(event, TurnFinished):
                 result = event.result
-                _footer(cli, result)
+                print_footer(cli, result)
         assert result is not None
         return result
 
 
-def _footer(cli: CliState, result: TurnResult) -> None:
+def print_footer(cli: CliState, result: TurnResult) -> None:
+    """Under the answer, on stderr: degraded, unverified numbers or ids, overlooked alarms, the session and usage."""
     cli.console.print()
     if result.degraded:
         cli.err_console.print(f"[bold yellow]degraded:[/] {escape(result.reason or '')}", highlight=False)

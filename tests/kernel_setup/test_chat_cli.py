@@ -16,6 +16,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from kernel_setup import load_settings
+from kernel_setup.agent.events import TurnResult
+from kernel_setup.cli.ask_cmd import print_footer
 from kernel_setup.cli.chat_cmd import StreamReader, chat_command, run_chat
 from kernel_setup.cli.common import CliState
 from kernel_setup.cli.main import root
@@ -269,3 +271,19 @@ def _require_approvals(cli: CliState) -> None:
 
     if not asyncio.run(probe()):
         pytest.skip("the approvals service (app.approvals) or the work-orders plugin is not installed yet")
+
+
+def test_ask_prints_unverified_ids_and_overlooked_alarms_under_the_answer(tmp_path: Path) -> None:
+    cli, buffer = make_cli(write_settings(tmp_path))
+    result = TurnResult(
+        answer="Everything is fine; ALM-0006 is low.",
+        ungrounded=["ALM-0006"],
+        overlooked_alarms=["ALM-0001 (critical on PUMP-007)"],
+        session="s",
+    )
+    print_footer(cli, result)
+    text = " ".join(buffer.getvalue().split())
+    assert "unverified numbers or ids (not found in any tool result): ALM-0006" in text
+    assert (
+        "the answer says all is well, but the tool results show active alarms: ALM-0001 (critical on PUMP-007)" in text
+    )
