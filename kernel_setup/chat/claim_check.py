@@ -16,8 +16,8 @@ What counts, case-insensitive:
   "I" is never such a subject: "I'm fine, thank you" answers small talk.
 * **A denial of trouble** (`kernel_setup.reassurance.DENIAL`): no, nothing or none with problems, issues,
   alarms, faults, failures, concerns, errors, warnings or anomalies in the plural, or with "wrong" or
-  "trouble" ("Nothing wrong", "There are no active alarms"). "No problem" in the singular is politeness, not a
-  claim.
+  "trouble" ("Nothing wrong", "There are no active alarms"), or an opening "None yet" / "None so far". "No
+  problem" in the singular is politeness, not a claim.
 * **Data it never read**: "as per the most recent system summary", "based on the latest readings",
   "based on the information I have", the fleet told as a count ("There are multiple pumps in maintenance.")
   or a record id the operator did not name ("The single worst pump is PUMP-003.").
@@ -58,10 +58,14 @@ _FLEET_COUNT = (
     rf"(?:{_STATE_WORD}|in maintenance|under maintenance|in alarm)\b"
     rf"|\bthere (?:are|is)\s+(?:[\w-]+\s+)?{_STATE_WORD}\s+(?:pumps?|alarms?|work orders?)\b"
 )
+# Trouble denied in one word, before any data: "None yet, thank you." (to "Any issues?").
+_NONE_SO_FAR = r"^\W*none (?:yet|so far|at the moment|right now|currently|today)\b"
 # The model setting out to look (now, not offering to): "Let's find out what's wrong.", "Let me check."
 _LOOKING = r"\blet(?:'s| us| me)\s+(?:(?:just|quickly|first)\s+)?(?:check|find out|look into|take a look|pull up)\b"
 _MARKUP = rf"<tool_call>|</?tools>|\{{\s*\"name\"\s*:|{re.escape(FENCE_WORD)}"
-_CLAIMS = re.compile(rf"{STATE_CLAIM}|{DENIAL}|{_FLEET_COUNT}|{_UNREAD_DATA}|{_LOOKING}|{_MARKUP}", re.IGNORECASE)
+_CLAIMS = re.compile(
+    rf"{STATE_CLAIM}|{DENIAL}|{_NONE_SO_FAR}|{_FLEET_COUNT}|{_UNREAD_DATA}|{_LOOKING}|{_MARKUP}", re.IGNORECASE
+)
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 
 

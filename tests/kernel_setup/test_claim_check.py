@@ -36,6 +36,7 @@ TOOLS = ["assets-list_pumps", "assets-get_system_summary", "alarms-list_alarms",
         ("The single worst pump is PUMP-003.", "PUMP-003"),
         ("There are 2 active alarms.", "There are 2 active alarms"),
         ("Let me check.", "Let me check"),
+        ("None yet, thank you.", "None yet"),
         ("Let\u2019s find out.", "Let's find out"),
         ("We\u2019re good.", "We're good"),
         # Other state claims and denials.
@@ -74,6 +75,7 @@ def test_an_answer_that_speaks_for_the_plant_or_its_tools_is_a_claim(answer: str
         "Let's look at how a centrifugal pump works.",
         "Let me explain how to check a mechanical seal.",
         "There are two pumps running in parallel in a typical lift station.",
+        "I have none yet, but I can learn.",  # not the opening word
         "There are many types of pumps, such as centrifugal pumps.",  # trivia, no state
         "The alarms list is long.",
     ],
