@@ -52,15 +52,19 @@ _ADVERB = (
     r"(?:\s+(?:to be|all|currently|now|still|fully|pretty|quite|very|running|operating|looking|functioning|doing|"
     r"going))*+"
 )
-_STATE = (
-    r"(?:fine|ok|okay|good|great|well|normal(?:ly)?|operational|functioning|working|online|healthy|"
-    r"smooth(?:ly)?|stable|under control|in order|as expected|clear)"
-)
 # What an all-clear after results says: well, not merely up ("All pumps are online." answers a status question).
 _WELL = r"(?:fine|ok|okay|good|great|well|normal(?:ly)?|healthy|smooth(?:ly)?|stable|under control|in order|clear)"
+# What the claim check counts before any data: up or working is a claim too.
+_STATE = rf"(?:{_WELL}|operational|functioning|working|online|as expected)"
 _TROUBLE = r"(?:problems|issues|alarms|faults|failures|concerns|errors|warnings|anomalies|wrong|trouble)"
 
-STATE_CLAIM = rf"\b{_SUBJECT}{_LINK}{_ADVERB},?\s+{_STATE}\b"
+
+def _said_to_be(state: str) -> str:
+    """The plant or everything said to be in ``state`` (a regular expression)."""
+    return rf"\b{_SUBJECT}{_LINK}{_ADVERB},?\s+{state}\b"
+
+
+STATE_CLAIM = _said_to_be(_STATE)
 """A regular expression (to compile case-insensitive): the plant or everything said to be in a good state."""
 DENIAL = (
     rf"\b(?:no|nothing|none|not any|zero)\b(?:\s+[\w-]+){{0,3}}?\s+{_TROUBLE}\b|\bnothing(?:'s| is)? wrong\b"
@@ -68,7 +72,7 @@ DENIAL = (
 )
 """A regular expression (to compile case-insensitive): trouble denied ("no active alarms", "nothing wrong")."""
 
-_ALL_CLEAR = re.compile(rf"(?P<claim>\b{_SUBJECT}{_LINK}{_ADVERB},?\s+{_WELL}\b)|(?P<denial>{DENIAL})", re.IGNORECASE)
+_ALL_CLEAR = re.compile(rf"(?P<claim>{_said_to_be(_WELL)})|(?P<denial>{DENIAL})", re.IGNORECASE)
 _SCOPED = re.compile(
     r"\b(?:except|excluding|but|however|although|though|apart from|aside from|other than|besides|otherwise|"
     r"the rest|the others?|other|else|further|additional|previous|prior|new|more|unacknowledged|history|"
