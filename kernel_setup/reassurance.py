@@ -27,7 +27,12 @@ overlooked, whatever else the answer says.
 The alarms are read from the results' JSON: every object with an ``alarm_id`` and a ``severity`` that is not
 marked ``"active": false`` (alarm lists, a pump's ``active_alarms``, whose pump is the enclosing object's
 ``pump_id``), and the fleet summary's ``active_alarms_by_severity`` counts when no listed alarm accounts for
-them. Pure: regular expressions and ``json`` only.
+them.
+
+The question side: `asks_for_reassurance` tells a terse question after the plant's state ("Anything wrong?",
+"Are we OK?", "Everything good?", "How are things?") from small talk ("How are you?", "All good, thanks.").
+Such a question can only be answered from data, yet the local model scores it as low as small talk and
+answers it from nothing; its routing therefore calls a read for it. Pure: regular expressions and ``json`` only.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from typing import Any
 
 from kernel_setup.grounding import RECORD_ID
 
-__all__ = ["DENIAL", "STATE_CLAIM", "overlooked_alarms"]
+__all__ = ["DENIAL", "STATE_CLAIM", "asks_for_reassurance", "overlooked_alarms"]
 
 _SUBJECT = (
     r"(?:everything|all(?: (?:the )?(?:pumps|stations|systems|equipment))?|things|we|they|"
@@ -71,6 +76,31 @@ DENIAL = (
     r"|\bnothing (?:much|important|unusual|significant|notable|special|serious|of note)\b"
 )
 """A regular expression (to compile case-insensitive): trouble denied ("no active alarms", "nothing wrong")."""
+
+# The question side. A whole message asking after the plant's state, with at most a greeting before it and a
+# place or time after it; it ends with a question mark ("Status" alone need not).
+_GREETING = r"(?:(?:hi|hello|hey|so|and|ok|okay|well|morning|good (?:morning|afternoon|evening|night)|team)\b[\s,!.]*)*"
+_ASKED_TROUBLE = (
+    r"(?:problems?|issues?|alarms?|faults?|failures?|concerns?|errors?|warnings?|anomal(?:y|ies)|trouble|wrong|"
+    r"broken|down|news|updates?|to report|to worry about|(?:i|we) should (?:know|worry)(?: about)?)"
+)
+_ASKED_SUBJECT = r"(?:everything|all|things|we|it all|(?:the|our) (?:plant|system|fleet|pumps|stations?|site))"
+_ASKED = (
+    rf"(?:(?:is|are)\s+)?(?:there\s+)?any(?:thing)?(?:\s+(?:new|serious|urgent|at all))?\s+{_ASKED_TROUBLE}"
+    rf"|(?:(?:is|are)\s+)?{_ASKED_SUBJECT}{_LINK}(?:\s+(?:still|all|looking|running|doing|going))?\s+"
+    rf"(?:{_WELL}|alright|all right|up and running)"
+    r"|what(?:'s| is)\s+(?:wrong|broken|going on|happening|the (?:status|situation))"
+    rf"|how(?:'s| is| are|'re)\s+{_ASKED_SUBJECT}(?:\s+(?:doing|going|looking|running))?"
+)
+_WHEN_OR_WHERE = (
+    r"(?:\s+(?:today|now|right now|at the moment|so far|currently|here|out there|overnight|tonight|on site|"
+    r"this (?:morning|afternoon|evening|week)|(?:with|at|in|across|on) (?:the |our )?"
+    r"(?:pumps?|plant|system|fleet|stations?|site)))*"
+)
+_ASKS_FOR_REASSURANCE = re.compile(
+    rf"^\W*{_GREETING}(?:(?:{_ASKED}){_WHEN_OR_WHERE}\s*\?[\s?!]*|(?:status(?: update| report| check)?|sitrep)\W*)$",
+    re.IGNORECASE,
+)
 
 _ALL_CLEAR = re.compile(rf"(?P<claim>{_said_to_be(_WELL)})|(?P<denial>{DENIAL})", re.IGNORECASE)
 _SCOPED = re.compile(
@@ -117,6 +147,17 @@ def overlooked_alarms(answer: str, tool_texts: Sequence[str]) -> list[str]:
         for alarm in _contradicting(sentence, alarms):
             found[alarm.describe()] = None
     return list(found)
+
+
+def asks_for_reassurance(message: str) -> bool:
+    """Whether the operator's ``message`` is a terse question after the plant's state ("Any issues?").
+
+    The whole message must be the question: a greeting may come before it and a time or the plant after it
+    ("Hi, anything wrong with the pumps today?"); it ends with a question mark, except "Status" and the like.
+    Questions about the assistant ("How are you?", "Are you OK?") and acknowledgements ("All good, thanks.")
+    are not.
+    """
+    return _ASKS_FOR_REASSURANCE.match(message.replace("\u2019", "'").strip()) is not None
 
 
 def _reported(alarm: _Alarm, told: str) -> bool:

@@ -10,8 +10,10 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    asked about pumps or the manuals' subjects) still gets a call below the threshold, since the 1.5B
    model otherwise answers some manual questions (a lockout procedure, NPSH) from its own memory;
    under ``off_topic_relevance`` (trivia, small talk) gets none just above it, where "What is the
-   capital of France?" and a poem request scored. Engines without that score fall back to a routing
-   prompt (``no_tool`` or a tool name).
+   capital of France?" and a poem request scored. A terse question after the plant's state ("Anything
+   wrong?", "Are we OK?": `asks_for_reassurance`) scores as low as small talk, yet only data can answer it:
+   below the margin it calls a read (``status_questions``; the name among the reads under a grammar).
+   Engines without that score fall back to a routing prompt (``no_tool`` or a tool name).
 2. **Call.** Greedy decoding under grammars built from the tool schemas: one or two ``<tool_call>``
    blocks naming advertised tools, with schema-valid arguments, optional filters only as the
    conversation mentions them. The call is first written without a grammar and kept when the
@@ -95,6 +97,7 @@ from kernel_setup.chat.qwen_format import (
     strict_tool_calls,
 )
 from kernel_setup.filters.audit import STATUS_KEY
+from kernel_setup.reassurance import asks_for_reassurance
 from plugins.declarations import traits_of
 
 if TYPE_CHECKING:
@@ -129,6 +132,9 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     off_topic_relevance: float = Field(default=0.25, ge=0.0, le=1.0)
     route_after_results: bool = False
     claim_check: bool = True
+    status_questions: bool = True
+    """A terse question after the plant's state (`asks_for_reassurance`: "Anything wrong?") the model would answer
+    without a tool calls a read instead."""
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
     read_tools: list[str] | None = Field(default=None, exclude=True)
     """The advertised tools declared reads (`traits_of`), set from the request's kernel; the claim check calls
@@ -142,6 +148,7 @@ class Route:
     start: float  # the model's log-probability of opening its turn like a call
     relevance: float | None  # the operator's message against the tools' subjects; measured only near the line
     call: bool
+    reads_only: bool = False  # a status question the model would have answered: a read, its name under a grammar
 
 
 @dataclass
@@ -282,6 +289,9 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, asking) - usage.prompt)
                     if choice in names:
                         calls = await self._calls_of(prompt, choice, tools, said, greedy, usage)
+                elif route.reads_only:
+                    usage.completion += 1
+                    calls = await self._read_calls(prompt, tools, said, settings, greedy, usage)
                 elif route.call:
                     usage.completion += 1
                     # The call's fixed opening goes in the prompt (read in one batch). First the whole call
@@ -325,14 +335,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
                 await answer.aclose()
                 if cut:  # a finished answer has counted its pieces already
                     usage.completion += len(held)
-                # Only a read: a claim about the plant asks for data, never for a change (a write would be parked).
-                readable = [
-                    t for t in tools if settings.read_tools is None or t["function"]["name"] in settings.read_tools
-                ]
-                readable_names = [str(t["function"]["name"]) for t in readable]
-                calls = (
-                    await self._named_calls(prompt, readable_names, readable, said, greedy, usage) if readable else []
-                )
+                calls = await self._read_calls(prompt, tools, said, settings, greedy, usage)
                 if calls:
                     yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
                     return
@@ -364,8 +367,9 @@ class LocalChatCompletion(ChatCompletionClientBase):
     ) -> Route | None:
         """Whether the turn opens with a call: the start score decides, and near the line the message's relevance.
 
-        Well above the threshold (by ``borderline_margin``) the model's own opening decides. Below that, the
-        relevance of the operator's last message settles it: at least ``relevance_threshold`` calls whatever the
+        Well above the threshold (by ``borderline_margin``) the model's own opening decides. Below that, a terse
+        question after the plant's state (`asks_for_reassurance`, with ``status_questions``) calls a read; otherwise
+        the relevance of the operator's last message settles it: at least ``relevance_threshold`` calls whatever the
         score, under ``off_topic_relevance`` does not call, between them the threshold decides.
         """
         scorer = getattr(self._engine, "tool_start_logprob", None)
@@ -374,7 +378,11 @@ class LocalChatCompletion(ChatCompletionClientBase):
         start = await asyncio.to_thread(scorer, prompt)
         if start >= settings.tool_start_threshold + settings.borderline_margin:
             return Route(start=start, relevance=None, call=True)
-        if self._relevance is None or not chat_history.messages or chat_history.messages[-1].role != AuthorRole.USER:
+        if not chat_history.messages or chat_history.messages[-1].role != AuthorRole.USER:
+            return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)
+        if settings.status_questions and asks_for_reassurance(_last_user_text(chat_history)):
+            return Route(start=start, relevance=None, call=True, reads_only=True)
+        if self._relevance is None:
             return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)
         relevance = await self._relevance(_last_user_text(chat_history), tools)
         call = relevance >= settings.relevance_threshold or (
@@ -395,6 +403,23 @@ class LocalChatCompletion(ChatCompletionClientBase):
         named = await self._text(prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage)
         choice = named.rstrip('"')
         return await self._calls_of(prompt, choice, tools, said, greedy, usage) if choice in names else []
+
+    async def _read_calls(
+        self,
+        prompt: str,
+        tools: Sequence[Mapping[str, Any]],
+        said: Mentions,
+        settings: LocalChatPromptExecutionSettings,
+        greedy: LocalChatPromptExecutionSettings,
+        usage: _Usage,
+    ) -> list[ParsedCall]:
+        """A call among the reads (`read_tools`; all tools when unknown), its name and arguments under grammars.
+
+        What a question or a claim about the plant's state asks for is data, never a change (a write would be parked).
+        """
+        readable = [t for t in tools if settings.read_tools is None or t["function"]["name"] in settings.read_tools]
+        names = [str(t["function"]["name"]) for t in readable]
+        return await self._named_calls(prompt, names, readable, said, greedy, usage) if readable else []
 
     async def _calls_of(
         self,

@@ -496,7 +496,7 @@ async def test_an_answer_that_vouches_for_the_plant_without_data_becomes_a_call(
         ],
         scores=[-3.0],  # far under the routing line: no call at first
     )
-    result, events = await run(tmp_path, engine, "Any problems?", temperature=0.7, seed=2)
+    result, events = await run(tmp_path, engine, "Should I be worried?", temperature=0.7, seed=2)
     assert [(c.name, c.status) for c in result.tool_calls] == [("alarms-list_alarms", "ok")]
     assert result.answer == "PUMP-007 has a critical alarm."
     # Nothing of the held opening reached the operator.
@@ -511,6 +511,37 @@ async def test_an_answer_that_vouches_for_the_plant_without_data_becomes_a_call(
     assert '"work_orders-list_work_orders"' in name["grammar"] and "create_work_order" not in name["grammar"]
     assert "create_work_order" not in arguments["grammar"]
     assert "work_orders-create_work_order" in held["prompt"]  # although the prompt's tool list advertises it
+
+
+async def test_a_terse_question_after_the_plants_state_calls_a_read_without_answering_first(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            'assets-get_system_summary"',  # the name, under the reads' grammar
+            "{}}\n</tool_call>",  # its arguments
+            ["PUMP-007 has a critical alarm."],  # round 2: the answer from the result
+        ],
+        scores=[-3.2],  # as low as small talk
+    )
+    result, events = await run(tmp_path, engine, "Everything good?", temperature=0.7, seed=2)
+    assert [(c.name, c.status) for c in result.tool_calls] == [("assets-get_system_summary", "ok")]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["PUMP-007 has a critical alarm."]
+    name, arguments, answer = engine.requests  # no answer was written before the call
+    assert arguments["prompt"].endswith('{"name": "assets-get_system_summary", "arguments": ')
+    assert name["prompt"].endswith('<tool_call>\n{"name": "') and name["temperature"] == 0.0
+    assert '"work_orders-list_work_orders"' in name["grammar"] and "create_work_order" not in name["grammar"]
+    assert "<tool_response>" in answer["prompt"]
+
+
+async def test_small_talk_and_status_questions_with_the_setting_off_are_left_to_the_model(tmp_path: Path) -> None:
+    asked: list[tuple[str, dict[str, Any]]] = [
+        ("How are you?", {}),
+        ("All good, thanks.", {}),
+        ("Any issues?", {"status_questions": False}),
+    ]
+    for question, execution in asked:
+        engine = ScoringEngine([["I'm here to help with the pumps."]], scores=[-3.2])
+        result, _ = await run(tmp_path, engine, question, claim_check=False, **execution)
+        assert result.tool_calls == [] and len(engine.requests) == 1, question
 
 
 async def test_a_plain_answer_is_held_only_for_its_opening_and_streams_every_piece(tmp_path: Path) -> None:
@@ -531,7 +562,7 @@ async def test_an_opening_may_repeat_the_record_id_the_operator_named(tmp_path: 
 
 async def test_without_the_claim_check_or_after_tool_results_a_vouching_answer_stands(tmp_path: Path) -> None:
     engine = ScoringEngine([["Yes, we're good."]], scores=[-3.0])
-    result, _ = await run(tmp_path, engine, "Are we OK?", claim_check=False)
+    result, _ = await run(tmp_path, engine, "Are we OK?", claim_check=False, status_questions=False)
     assert result.tool_calls == [] and result.answer == "Yes, we're good." and len(engine.requests) == 1
 
     # Once the conversation holds a tool result the model speaks from it: no check on the follow-up.

@@ -1,10 +1,13 @@
-"""An all-clear the turn's own results contradict is caught; scoped or backed reassurance is not."""
+"""An all-clear the turn's own results contradict is caught; scoped or backed reassurance is not.
+
+And the question side: a terse question after the plant's state is told from small talk.
+"""
 
 import json
 
 import pytest
 
-from kernel_setup.reassurance import overlooked_alarms
+from kernel_setup.reassurance import asks_for_reassurance, overlooked_alarms
 
 ALARMS = json.dumps(
     {
@@ -137,3 +140,62 @@ def test_deep_json_and_repeated_words_neither_crash_nor_hang() -> None:
     deep = "[" * 100_000 + "]" * 100_000
     assert overlooked_alarms("Everything is fine.", [deep, ALARMS]) == SERIOUS
     assert overlooked_alarms("all " * 20_000 + "fine", [ALARMS]) == SERIOUS  # linear, not quadratic
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Anything wrong?",
+        "Is anything broken?",
+        "Are there any issues?",
+        "Any problem today?",
+        "Hi, anything wrong with the pumps this morning?",
+        "Anything I should know about?",
+        "Anything we should worry about?",
+        "Is everything fine?",
+        "Everything good?",
+        "All good?",
+        "Are we OK?",
+        "We good??",
+        "Is everything running smoothly at the site?",
+        "Everything\u2019s fine?",
+        "Is the system OK right now?",
+        "How are things?",
+        "How's everything looking?",
+        "How are we doing?",
+        "What's going on?",
+        "Status",
+    ],
+)
+def test_a_terse_question_after_the_plants_state_asks_for_reassurance(question: str) -> None:
+    assert asks_for_reassurance(question)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "How are you?",
+        "Are you OK?",
+        "How's it going?",
+        "What's up?",
+        "Good morning!",
+        "All good, thanks.",
+        "Everything is fine.",  # said, not asked
+        "OK, got it.",
+        "Anything else?",
+        "Is that everything?",
+        "Is it OK if I ask something?",
+        "Is everything you said correct?",
+        "What's wrong with my code?",
+        "Any problems at Station-C?",  # a named place: the model and relevance decide
+        "Is PUMP-007 OK?",
+        "",
+    ],
+)
+def test_small_talk_acknowledgements_and_scoped_questions_do_not(message: str) -> None:
+    assert not asks_for_reassurance(message)
+
+
+def test_a_long_repetitive_message_is_judged_quickly() -> None:
+    assert not asks_for_reassurance("hi, " * 20_000 + "anything wrong")
+    assert not asks_for_reassurance("anything wrong" + " today" * 20_000 + " x")
