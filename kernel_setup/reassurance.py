@@ -29,6 +29,12 @@ marked ``"active": false`` (alarm lists, a pump's ``active_alarms``, whose pump 
 ``pump_id``), and the fleet summary's ``active_alarms_by_severity`` counts when no listed alarm accounts for
 them.
 
+Severities: `misstated_severities` returns the alarms an answer gives the wrong severity, in two plain forms: a
+severity told right after an alarm's id ("ALM-0002 (critical)", "ALM-0002 is critical on PUMP-004"; a severity,
+not a reading: "ALM-0004 reports low discharge pressure" tells none), and every alarm said to be of one severity
+("5 active alarms, all of which are high severity") while the results hold active alarms of another. A 1.5B model
+wrote both, and a critical alarm called high is the same false comfort as an all-clear.
+
 The question side: `asks_for_reassurance` tells a terse question after the plant's state ("Anything wrong?",
 "Are we OK?", "Everything good?", "How are things?") from small talk ("How are you?", "All good, thanks.").
 Such a question can only be answered from data, yet the local model scores it as low as small talk and
@@ -45,7 +51,7 @@ from typing import Any
 
 from kernel_setup.grounding import RECORD_ID
 
-__all__ = ["DENIAL", "STATE_CLAIM", "asks_for_reassurance", "overlooked_alarms"]
+__all__ = ["DENIAL", "STATE_CLAIM", "asks_for_reassurance", "misstated_severities", "overlooked_alarms"]
 
 _SUBJECT = (
     r"(?:everything|all(?: (?:the )?(?:pumps|stations|systems|equipment))?|things|we|they|"
@@ -113,6 +119,23 @@ _ONE_THING = re.compile(r"^(?:they|(?:the|our) (?:pump |pumping )?(?:pump|statio
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
 _SEVERITIES = ("critical", "high", "medium", "low")
 _SERIOUS = frozenset({"critical", "high"})
+# A severity as a severity: after a copula, a bracket or a comma, and followed by the end of the phrase or
+# "severity", not by what was measured ("high vibration", "low discharge pressure").
+_HYPHEN = "\\-\u2010\u2011\u2013"  # for a character class: the hyphens and the en dash models write
+_AS_SEVERITY = rf"(?P<severity>critical|high|medium|low)\b(?=\s*(?:[{_HYPHEN} ]?(?:severity|priority)\b|alarms?\b|"
+_AFTER_ID = re.compile(
+    rf"(?:^|[(:,{_HYPHEN}]|\b(?:is|was|are|were|being|with|of|a|an|its|at))\s*{_AS_SEVERITY}"
+    r"one\b|\)|,|\.|;|:|$|(?:on|at|and|for|since)\b))",
+    re.IGNORECASE,
+)
+_AFTER_ID_WINDOW = 60  # characters after an alarm id where its severity may be told
+# Every alarm said to be of one severity: "all of which are high severity", "they are all critical".
+_ALL_OF_ONE = re.compile(
+    r"(?:(?<!not )(?<!almost )(?<!nearly )\ball(?:\s+of)?(?:\s+(?:which|them|these|those|the alarms|alarms))?"
+    r"\s+(?:are|were|is|being|have|having)\s+(?:(?:of|a|an|at)\s+)?|\b(?:are|were)\s+all\s+(?:of\s+)?)"
+    rf"{_AS_SEVERITY}\)|,|\.|;|$|and\b))",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -121,6 +144,7 @@ class _Alarm:
     pump: str | None
     alarm_id: str | None  # None: a count from the fleet summary
     count: int = 1
+    active: bool = True
 
     def describe(self) -> str:
         if self.alarm_id is None:
@@ -160,6 +184,64 @@ def asks_for_reassurance(message: str) -> bool:
     return _ASKS_FOR_REASSURANCE.match(message.replace("\u2019", "'").strip()) is not None
 
 
+def misstated_severities(answer: str, tool_texts: Sequence[str]) -> list[str]:
+    """The alarms of ``tool_texts`` that ``answer`` gives the wrong severity, described.
+
+    ``"ALM-0002 is high, not critical"`` for an id told with another severity (in its own clause, within 60
+    characters after it, before the next alarm or work-order id or the sentence's end), and ``"ALM-0001 is critical,
+    not high"`` for an active alarm under a sentence saying all alarms are high (a sentence naming pumps speaks for
+    their alarms only). Alarms the results do not hold, and severities told any other way, are not judged.
+    """
+    answer = answer.replace("\u2019", "'")
+    listed = _listed_alarms(tool_texts)
+    found: dict[str, None] = {}
+    for sentence in _SENTENCES.split(answer):
+        ids = [m for m in RECORD_ID.finditer(sentence) if m.group("kind") and m.group("kind").upper() != "PUMP"]
+        for number, mention in enumerate(ids):
+            alarm = listed.get(_alarm_key(mention.group(0)))
+            if alarm is None:
+                continue
+            end = ids[number + 1].start() if number + 1 < len(ids) else len(sentence)
+            told = _AFTER_ID.search(sentence[mention.end() : min(end, mention.end() + _AFTER_ID_WINDOW)])
+            if told and told.group("severity").lower() != alarm.severity:
+                found[f"{alarm.alarm_id} is {alarm.severity}, not {told.group('severity').lower()}"] = None
+        for claim in _ALL_OF_ONE.finditer(sentence):
+            said = claim.group("severity").lower()
+            pumps = _pumps(sentence)
+            for alarm in listed.values():
+                if alarm.active and alarm.severity != said and (not pumps or alarm.pump in pumps):
+                    found[f"{alarm.alarm_id} is {alarm.severity}, not {said}"] = None
+    return list(found)
+
+
+def _alarm_key(alarm_id: str) -> str:
+    """``alm-1`` and ``ALM-0001`` alike: the kind and the number."""
+    kind, _, number = alarm_id.partition("-")
+    return f"{kind.upper()}-{int(number)}" if number.isdigit() else alarm_id.upper()
+
+
+def _listed_alarms(tool_texts: Sequence[str]) -> dict[str, _Alarm]:
+    """Every alarm the results list, by `_alarm_key` of its id; an active listing wins over an inactive one."""
+    listed: dict[str, _Alarm] = {}
+    for _, found in _parsed(tool_texts):
+        for alarm in found:
+            key = _alarm_key(alarm.alarm_id or "")
+            if key not in listed or (alarm.active and not listed[key].active):
+                listed[key] = alarm
+    return listed
+
+
+def _parsed(tool_texts: Sequence[str]) -> Iterator[tuple[Any, list[_Alarm]]]:
+    """Each result that is JSON, with the alarms it lists."""
+    for text in tool_texts:
+        try:
+            data = json.loads(text)
+            found = list(_walk(data, None))
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than anyone writes
+            continue
+        yield data, found
+
+
 def _reported(alarm: _Alarm, told: str) -> bool:
     """Whether ``told`` tells of ``alarm``: by its id, or by its severity and (unless a count) its pump."""
     if alarm.alarm_id is not None and re.search(rf"\b{re.escape(alarm.alarm_id)}\b", told, re.IGNORECASE):
@@ -197,19 +279,11 @@ def _contradicting(sentence: str, alarms: Sequence[_Alarm]) -> Iterator[_Alarm]:
 
 
 def _active_alarms(tool_texts: Sequence[str]) -> list[_Alarm]:
-    listed: dict[str, _Alarm] = {}
     counts: dict[str, int] = {}
-    for text in tool_texts:
-        try:
-            data = json.loads(text)
-            found = list(_walk(data, None))
-        except (ValueError, RecursionError):  # not JSON, or nested deeper than anyone writes
-            continue
-        for alarm in found:
-            listed.setdefault(alarm.alarm_id or "", alarm)
+    for data, _ in _parsed(tool_texts):
         for severity, count in _summary_counts(data).items():
             counts[severity] = max(counts.get(severity, 0), count)
-    alarms = list(listed.values())
+    alarms = [alarm for alarm in _listed_alarms(tool_texts).values() if alarm.active]
     for severity in (s for s in _SEVERITIES if s in counts):  # most severe first
         unlisted = counts[severity] - sum(1 for a in alarms if a.severity == severity)
         if unlisted > 0:
@@ -229,9 +303,9 @@ def _walk(value: Any, pump: str | None) -> Iterator[_Alarm]:
         pump = next(iter(_pumps(own_pump)), own_pump.upper())
     severity = value.get("severity")
     alarm_id = value.get("alarm_id")
-    if isinstance(alarm_id, str) and isinstance(severity, str) and value.get("active", True) is not False:
-        if severity.lower() in _SEVERITIES:
-            yield _Alarm(severity=severity.lower(), pump=pump, alarm_id=alarm_id)
+    if isinstance(alarm_id, str) and isinstance(severity, str) and severity.lower() in _SEVERITIES:
+        active = value.get("active", True) is not False
+        yield _Alarm(severity=severity.lower(), pump=pump, alarm_id=alarm_id, active=active)
     for child in value.values():
         yield from _walk(child, pump)
 

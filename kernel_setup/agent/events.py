@@ -36,6 +36,7 @@ class TurnResult(BaseModel):
     reason: str | None = None
     ungrounded: list[str] = Field(default_factory=list)
     overlooked_alarms: list[str] = Field(default_factory=list)
+    misstated_severities: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     session: str
 

@@ -53,7 +53,7 @@ from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.grounding import ungrounded_ids, ungrounded_numbers
-from kernel_setup.reassurance import overlooked_alarms
+from kernel_setup.reassurance import misstated_severities, overlooked_alarms
 from kernel_setup.settings import AgentSettings
 from plugins.declarations import traits_of
 from storage.errors import PumpOpsError
@@ -191,6 +191,7 @@ class TurnRunner:
                 *ungrounded_ids(answer, [*turn.tool_texts, *_read_texts(chat)], question),
             ],
             overlooked_alarms=overlooked_alarms(answer, turn.tool_texts),
+            misstated_severities=misstated_severities(answer, turn.tool_texts),
             usage=turn.usage,
             session=session_id,
         )

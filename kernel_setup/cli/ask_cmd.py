@@ -69,7 +69,7 @@ async def _ask(cli: CliState, question: str, session: str | None, principal: str
 
 
 def print_footer(cli: CliState, result: TurnResult) -> None:
-    """Under the answer, on stderr: degraded, unverified numbers or ids, overlooked alarms, the session and usage."""
+    """Under the answer, on stderr: degraded, unverified numbers or ids, alarms misread, the session and usage."""
     cli.console.print()
     if result.degraded:
         cli.err_console.print(f"[bold yellow]degraded:[/] {escape(result.reason or '')}", highlight=False)
@@ -82,6 +82,11 @@ def print_footer(cli: CliState, result: TurnResult) -> None:
         cli.err_console.print(
             "[bold yellow]the answer says all is well, but the tool results show active alarms:[/] "
             + escape(", ".join(result.overlooked_alarms)),
+            highlight=False,
+        )
+    if result.misstated_severities:
+        cli.err_console.print(
+            "[bold yellow]severities the tool results contradict:[/] " + escape("; ".join(result.misstated_severities)),
             highlight=False,
         )
     cli.err_console.print(

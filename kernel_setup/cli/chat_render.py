@@ -78,7 +78,7 @@ class TurnRenderer:
         self._notes.print("[yellow]⏹ turn cancelled[/] (nothing was saved to the session)", highlight=False)
 
     def finish(self, result: TurnResult) -> None:
-        """Flags and the footer after the answer: degraded, unverified numbers or ids, overlooked alarms, usage."""
+        """Flags and the footer after the answer: degraded, unverified numbers or ids, alarms misread, usage."""
         if result.degraded:
             self._notes.print(f"[bold yellow]⚠ degraded:[/] {escape(result.reason or 'unknown')}", highlight=False)
             if not result.answer.strip():
@@ -93,6 +93,11 @@ class TurnRenderer:
             self._notes.print(
                 f"[bold yellow]⚠ the answer says all is well, but the tool results show active alarms:[/] {alarms}",
                 highlight=False,
+            )
+        if result.misstated_severities:
+            severities = escape("; ".join(result.misstated_severities))
+            self._notes.print(
+                f"[bold yellow]⚠ severities the tool results contradict:[/] {severities}", highlight=False
             )
         usage = result.usage
         self._notes.print(

@@ -2,10 +2,11 @@
 
 Per trial: tool selection (every expected call made, by an acceptable name, and nothing outside the expected
 and allowed names), argument accuracy (each expected call matched with its arguments and status), fact recall,
-groundedness (no ungrounded numbers or record ids, and no all-clear that the turn's results contradict:
-`TurnResult.overlooked_alarms`), irrelevance (no call at all, for small-talk items). A trial passes when all
-of these hold and the turn answered. Per category: the means, model calls per question, latency, pass^1 (mean
-pass rate over trials) and pass^k (the share of items that passed in every one of the k trials).
+groundedness (no ungrounded numbers or record ids, no all-clear that the turn's results contradict:
+`TurnResult.overlooked_alarms`, no severity they contradict: `misstated_severities`), irrelevance (no call at
+all, for small-talk items). A trial passes when all of these hold and the turn answered. Per category: the means,
+model calls per question, latency, pass^1 (mean pass rate over trials) and pass^k (the share of items that passed
+in every one of the k trials).
 """
 
 from __future__ import annotations
@@ -166,11 +167,14 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     if recall is not None and recall < 1:
         problems.append(f"facts missing: {[f for f in item.facts if not _fact_found(answer, f)]}")
     overlooked = result.overlooked_alarms if result is not None else []
-    grounded = result is not None and not ungrounded and not overlooked
+    misstated = result.misstated_severities if result is not None else []
+    grounded = result is not None and not ungrounded and not overlooked and not misstated
     if ungrounded:
         problems.append(f"ungrounded numbers or ids: {ungrounded}")
     if overlooked:
         problems.append(f"all clear despite alarms in the results: {overlooked}")
+    if misstated:
+        problems.append(f"severities the results contradict: {misstated}")
     irrelevance = (not calls) if item.category == Category.IRRELEVANCE else None
     answered = result is not None and bool(answer.strip())
     if result is not None and not answered:

@@ -279,6 +279,7 @@ def test_ask_prints_unverified_ids_and_overlooked_alarms_under_the_answer(tmp_pa
         answer="Everything is fine; ALM-0006 is low.",
         ungrounded=["ALM-0006"],
         overlooked_alarms=["ALM-0001 (critical on PUMP-007)"],
+        misstated_severities=["ALM-0002 is high, not low"],
         session="s",
     )
     print_footer(cli, result)
@@ -287,3 +288,4 @@ def test_ask_prints_unverified_ids_and_overlooked_alarms_under_the_answer(tmp_pa
     assert (
         "the answer says all is well, but the tool results show active alarms: ALM-0001 (critical on PUMP-007)" in text
     )
+    assert "severities the tool results contradict: ALM-0002 is high, not low" in text

@@ -111,6 +111,11 @@ def test_wrong_tool_wrong_argument_missing_fact_and_ungrounded_number_each_fail(
     overlooked = score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=vouching))
     assert not overlooked.grounded and not overlooked.passed
     assert "all clear despite alarms in the results: ['ALM-0001 (critical on PUMP-007)']" in overlooked.problems
+    misread = turn("9.4 zone D, ALM-0001 is low", ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"))
+    misread.misstated_severities = ["ALM-0001 is critical, not low"]
+    misstated = score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=misread))
+    assert not misstated.grounded and not misstated.passed
+    assert "severities the results contradict: ['ALM-0001 is critical, not low']" in misstated.problems
 
 
 def test_an_allowed_extra_call_is_fine_but_an_unexpected_one_is_not() -> None:

@@ -1,13 +1,14 @@
 """An all-clear the turn's own results contradict is caught; scoped or backed reassurance is not.
 
-And the question side: a terse question after the plant's state is told from small talk.
+Severities told against the results are listed. And the question side: a terse question after the plant's
+state is told from small talk.
 """
 
 import json
 
 import pytest
 
-from kernel_setup.reassurance import asks_for_reassurance, overlooked_alarms
+from kernel_setup.reassurance import asks_for_reassurance, misstated_severities, overlooked_alarms
 
 ALARMS = json.dumps(
     {
@@ -199,3 +200,40 @@ def test_small_talk_acknowledgements_and_scoped_questions_do_not(message: str) -
 def test_a_long_repetitive_message_is_judged_quickly() -> None:
     assert not asks_for_reassurance("hi, " * 20_000 + "anything wrong")
     assert not asks_for_reassurance("anything wrong" + " today" * 20_000 + " x")
+
+
+@pytest.mark.parametrize(
+    ("answer", "misstated"),
+    [
+        ("ALM-0002 (critical) is on PUMP-004.", ["ALM-0002 is high, not critical"]),
+        ("ALM-0001 is critical and ALM-0002 is low.", ["ALM-0002 is high, not low"]),
+        ("ALM-0001 and ALM-0002 are critical.", ["ALM-0002 is high, not critical"]),
+        ("alm-2, a medium-severity alarm on PUMP-004.", ["ALM-0002 is high, not medium"]),
+        ("ALM-0009 was low.", ["ALM-0009 is critical, not low"]),  # inactive, still critical
+        (
+            "There are 3 active alarms, all of which are high severity.",
+            ["ALM-0001 is critical, not high", "ALM-0004 is low, not high"],
+        ),
+        ("The alarms on PUMP-007 are all critical.", []),  # PUMP-007's one alarm is critical
+        ("The alarms on PUMP-007 and PUMP-002 are all critical.", ["ALM-0004 is low, not critical"]),
+    ],
+)
+def test_an_alarm_told_with_another_severity_is_listed(answer: str, misstated: list[str]) -> None:
+    assert misstated_severities(answer, [ALARMS]) == misstated
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "ALM-0001 is critical on PUMP-007 and ALM-0002 is high.",
+        "ALM-0002 has high vibration on PUMP-004.",  # a reading, not a severity
+        "ALM-0004 reports low discharge pressure.",
+        "ALM-0001 is above the high limit.",
+        "ALM-0002 on PUMP-004 is high, and the critical one is ALM-0001.",
+        "Not all are critical: ALM-0002 is high.",
+        "ALM-0006 is low.",  # not in the results: the id check flags it, not this one
+        "All pumps are low on oil.",
+    ],
+)
+def test_severities_the_results_back_or_that_are_not_told_are_left_alone(answer: str) -> None:
+    assert misstated_severities(answer, [ALARMS]) == []

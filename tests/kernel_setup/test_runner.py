@@ -306,6 +306,17 @@ async def test_an_all_clear_the_results_contradict_names_the_alarms_it_passed_ov
     assert (await run_turn(settings, honest, "Anything wrong?")).overlooked_alarms == []
 
 
+async def test_an_alarm_told_with_another_severity_than_its_result_is_listed(settings: Settings) -> None:
+    fake = ScriptedOllama(
+        [
+            reply(tool_calls=[call("alarms-list_alarms")]),
+            reply("ALM-0001 is critical on PUMP-007 and ALM-0002 (medium) is on PUMP-004."),
+        ]
+    )
+    result = await run_turn(settings, fake, "Which alarms are active?")
+    assert result.misstated_severities == ["ALM-0002 is high, not medium"] and result.overlooked_alarms == []
+
+
 async def test_a_record_id_the_session_never_read_is_ungrounded(settings: Settings) -> None:
     fake = ScriptedOllama(
         [
