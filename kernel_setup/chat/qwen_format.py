@@ -29,7 +29,9 @@ __all__ = [
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
-STOP_STRINGS = [IM_END, "<|endoftext|>"]
+STOP_STRINGS = [IM_END, "<|endoftext|>", "<tools>"]
+"""Where a completion ends: the turn's end, or the prompt's tool list being pasted back (an answer to "What is the
+capital of France?" went on with the whole list after "Here are the steps:"; the list is never the operator's)."""
 
 _TOOLS_PREAMBLE = (
     "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"

@@ -49,6 +49,7 @@ class ScriptedEngine:
                 "temperature": temperature,
                 "seed": seed,
                 "grammar_tokens": grammar_tokens,
+                "stop": list(stop),
             }
         )
         step = self.steps.pop(0)
@@ -112,6 +113,8 @@ async def test_a_routed_call_runs_the_tool_and_the_answer_streams_with_its_value
     assert answer["grammar"].startswith("root ::= [^{<`") and answer["grammar_tokens"] == 1  # the opening only
     assert arguments["grammar_tokens"] is None  # a call is constrained to its end
     assert threading.get_ident() not in engine.threads  # inference ran off the event loop's thread
+    # The answer ends at the turn's end, or where the model starts pasting the prompt's tool list.
+    assert answer["stop"] == ["<|im_end|>", "<|endoftext|>", "<tools>"]
 
 
 async def test_small_talk_is_answered_without_a_tool(tmp_path: Path) -> None:
