@@ -27,7 +27,7 @@ from tests.durability.support import Child, Event, consistency_problems, paused,
 from tests.fakes.ollama import call, reply
 from tests.security.fakes import HashEmbedder
 
-ORDER = {"pump_id": "PUMP-007", "priority": "urgent", "summary": "Inspect DE bearing; 9.4 mm/s zone D"}
+ORDER: dict[str, Any] = {"pump_id": "PUMP-007", "priority": "urgent", "summary": "Inspect DE bearing; 9.4 mm/s zone D"}
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,8 @@ async def test_a_turn_killed_mid_flight_loses_no_committed_record(
         for approval_id in pending:
             await reapprove_once(app, approval_id)
         assert await consistency_problems(app) == []
-        assert (await app.db.fetch_one("SELECT COUNT(*) AS n FROM work_orders"))["n"] == len(pending)
+        counted = await app.db.fetch_one("SELECT COUNT(*) AS n FROM work_orders")
+        assert counted is not None and counted["n"] == len(pending)
 
 
 # --- an approval's execution --------------------------------------------------------------------------------
@@ -123,7 +124,9 @@ async def test_an_approval_killed_mid_execution_runs_exactly_once_when_approved_
     async with open_app(settings) as app:
         with acting_as(CallContext(principal="alice", session="s1", door="test")):
             function = app.kernel.get_function("work_orders", "create_work_order")
-            parked = json.loads(str((await app.kernel.invoke(function, KernelArguments(**ORDER))).value))
+            invoked = await app.kernel.invoke(function, KernelArguments(**ORDER))
+            assert invoked is not None
+            parked = json.loads(str(invoked.value))
     approval_id = parked["approval_id"]
     child = Child(
         ["approve", str(settings.resolve("appsettings.json")), approval_id], pause=point, log=tmp_path / "child.log"

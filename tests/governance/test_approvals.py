@@ -20,13 +20,20 @@ from tests.fakes.ollama import ScriptedOllama, call, reply
 from twin import AlarmService
 from twin.work_orders import Priority, WorkOrderService
 
-ORDER = {"pump_id": "PUMP-007", "priority": "urgent", "summary": "Inspect DE bearing; 9.4 mm/s zone D"}
+ORDER: dict[str, Any] = {"pump_id": "PUMP-007", "priority": "urgent", "summary": "Inspect DE bearing; 9.4 mm/s zone D"}
 
 
 def settings_for(tmp_path: Path, **approval: Any):
     path = tmp_path / "appsettings.json"
     path.write_text(json.dumps({"Database": {"Path": "g.db"}, "Qdrant": {"Path": ":memory:"}, "Approval": approval}))
     return load_settings(path, env={})
+
+
+async def invoked_value(app: AppContext, function: Any, arguments: KernelArguments) -> Any:
+    """The value of invoking ``function`` through the app's kernel (and its filters)."""
+    result = await app.kernel.invoke(function, arguments)
+    assert result is not None
+    return result.value
 
 
 async def propose(app: AppContext, principal: str = "alice", **arguments: Any) -> dict[str, Any]:
@@ -200,6 +207,7 @@ async def test_alarm_acknowledgement_is_governed_the_same_way(app: AppContext) -
             app.kernel.get_function("alarms", "acknowledge_alarm"),
             KernelArguments(alarm_id="ALM-0001", note="Crew dispatched"),
         )
+    assert result is not None
     parked = json.loads(str(result.value))
     assert parked["status"] == "pending_approval"
     done = await app.approvals.approve(parked["approval_id"], by="bob")
@@ -286,7 +294,7 @@ async def test_disabling_the_audit_silences_reads_but_never_writes_or_approvals(
     ],
 )
 async def test_a_write_that_could_never_run_is_refused_at_once_not_parked(
-    app: AppContext, function: str, arguments: dict[str, str], message: str
+    app: AppContext, function: str, arguments: dict[str, Any], message: str
 ) -> None:
     plugin = "work_orders" if function == "create_work_order" else "alarms"
     with acting_as(CallContext(principal="alice", session="s1", door="test")), pytest.raises(KernelInvokeException):
@@ -303,12 +311,12 @@ async def test_a_write_that_already_ran_replays_its_result_even_when_its_check_w
     acknowledge = app.kernel.get_function("alarms", "acknowledge_alarm")
     arguments = KernelArguments(alarm_id="ALM-0001", note="Crew dispatched")
     with acting_as(CallContext(principal="alice", session="s1", door="test")):
-        parked = json.loads(str((await app.kernel.invoke(acknowledge, arguments)).value))
+        parked = json.loads(str(await invoked_value(app, acknowledge, arguments)))
     done = await app.approvals.approve(parked["approval_id"], by="bob")
     async with app.db.transaction() as conn:
         await conn.execute("UPDATE alarms SET active = 0 WHERE alarm_id = ?", ("ALM-0001",))  # cleared since
     with acting_as(CallContext(principal="alice", session="s1", door="test")):
-        replay = json.loads(str((await app.kernel.invoke(acknowledge, arguments)).value))
+        replay = json.loads(str(await invoked_value(app, acknowledge, arguments)))
     assert replay["replayed"] is True and replay["alarm_id"] == done.result["alarm_id"] == "ALM-0001"
 
 

@@ -27,7 +27,7 @@ from kernel_setup.chat.qwen_format import (
     when_to_use,
 )
 
-TREND = {
+TREND: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "sensors-get_sensor_trend",
@@ -66,7 +66,7 @@ ALARMS = {
         },
     },
 }
-TOOLS = [TREND, SUMMARY, ALARMS]
+TOOLS: list[dict[str, Any]] = [TREND, SUMMARY, ALARMS]
 
 
 def test_the_call_grammar_names_every_tool_and_closes_enums() -> None:
@@ -202,7 +202,7 @@ def test_the_routing_prompt_shares_the_conversation_prefix_and_lists_when_to_use
     assert when_to_use(SUMMARY) == "Fleet."
 
 
-WORK_ORDERS = {
+WORK_ORDERS: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "work_orders-list_work_orders",

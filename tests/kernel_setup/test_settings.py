@@ -129,7 +129,7 @@ def test_secrets_are_masked_for_display(settings_file: Path) -> None:
 
 def test_settings_are_immutable(settings: Settings) -> None:
     with pytest.raises(ValueError, match="frozen"):
-        settings.ollama.host = "http://elsewhere"  # type: ignore[misc]
+        settings.ollama.host = "http://elsewhere"
 
 
 def test_process_environment_is_used_by_default(settings_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -59,7 +59,7 @@ async def test_vector_search_runs_through_sk_on_current_qdrant_client(
     await ingest(None, memory_index, manifest)
     vector = (await embedder.embed([LOTO]))[0].tolist()
     async with memory_index._connection.lease() as client:
-        collection = PumpOpsQdrantCollection[str, ManualChunk](
+        collection = PumpOpsQdrantCollection[str, ManualChunk](  # type: ignore[call-arg]  # as memory/index.py
             record_type=ManualChunk, collection_name="manuals", client=client
         )
         results = await collection.search(vector=vector, top=3, filter="lambda c: c.document == 'lockout-tagout'")
