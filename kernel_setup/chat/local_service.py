@@ -134,7 +134,7 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     claim_check: bool = True
     status_questions: bool = True
     """A terse question after the plant's state (`asks_for_reassurance`: "Anything wrong?") the model would answer
-    without a tool calls a read instead."""
+    without a tool calls a read instead (when `read_tools` says which tools read)."""
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
     read_tools: list[str] | None = Field(default=None, exclude=True)
     """The advertised tools declared reads (`traits_of`), set from the request's kernel; the claim check calls
@@ -380,7 +380,8 @@ class LocalChatCompletion(ChatCompletionClientBase):
             return Route(start=start, relevance=None, call=True)
         if not chat_history.messages or chat_history.messages[-1].role != AuthorRole.USER:
             return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)
-        if settings.status_questions and asks_for_reassurance(_last_user_text(chat_history)):
+        reads_known = settings.read_tools is not None  # without the kernel's declarations a write could be picked
+        if settings.status_questions and reads_known and asks_for_reassurance(_last_user_text(chat_history)):
             return Route(start=start, relevance=None, call=True, reads_only=True)
         if self._relevance is None:
             return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)

@@ -312,6 +312,23 @@ async def test_route_reports_the_decision_and_its_scores_without_writing_anythin
     assert await LocalChatCompletion(ScriptedEngine([])).route(history, settings) is None  # no scorer: no native route
 
 
+async def test_a_status_question_is_routed_to_a_read_only_when_the_reads_are_known() -> None:
+    tools = [{"type": "function", "function": {"name": "assets-list_pumps", "description": "List pumps."}}]
+    history = ChatHistory(system_message="You answer about pumps.")
+    history.add_user_message("Anything wrong?")
+    known = LocalChatPromptExecutionSettings(tools=tools, read_tools=["assets-list_pumps"])
+    route = await LocalChatCompletion(ScoringEngine([], scores=[-3.0])).route(history, known)
+    assert route == Route(-3.0, None, True, reads_only=True)
+    # Without the kernel's declarations (no read_tools) any tool might be picked: the score decides, as before.
+    unknown = LocalChatPromptExecutionSettings(tools=tools)
+    assert await LocalChatCompletion(ScoringEngine([], scores=[-3.0])).route(history, unknown) == Route(
+        -3.0, None, False
+    )
+    # Well above the line the model's own call stands, written freely.
+    free = await LocalChatCompletion(ScoringEngine([], scores=[-0.5])).route(history, known)
+    assert free == Route(-0.5, None, True)
+
+
 async def test_the_system_prompt_is_the_same_prefix_on_every_turn_and_results_carry_its_marker(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [

@@ -166,6 +166,11 @@ def test_deep_json_and_repeated_words_neither_crash_nor_hang() -> None:
         "How are we doing?",
         "What's going on?",
         "Status",
+        "What's the current status?",
+        "Give me a status update.",
+        "Any active alarms?",
+        "Any issues at all?",
+        "Are all pumps OK?",
     ],
 )
 def test_a_terse_question_after_the_plants_state_asks_for_reassurance(question: str) -> None:
@@ -189,6 +194,9 @@ def test_a_terse_question_after_the_plants_state_asks_for_reassurance(question: 
         "Is everything you said correct?",
         "What's wrong with my code?",
         "Any problems at Station-C?",  # a named place: the model and relevance decide
+        "Are we clear?",  # understanding, not the plant
+        "How are things going?",
+        "How's everything going?",
         "Is PUMP-007 OK?",
         "",
     ],
@@ -200,6 +208,7 @@ def test_small_talk_acknowledgements_and_scoped_questions_do_not(message: str) -
 def test_a_long_repetitive_message_is_judged_quickly() -> None:
     assert not asks_for_reassurance("hi, " * 20_000 + "anything wrong")
     assert not asks_for_reassurance("anything wrong" + " today" * 20_000 + " x")
+    assert not asks_for_reassurance("anything wrong" + " on site" * 40 + " x")  # was exponential: 25 s at 24
 
 
 @pytest.mark.parametrize(
@@ -233,7 +242,22 @@ def test_an_alarm_told_with_another_severity_is_listed(answer: str, misstated: l
         "Not all are critical: ALM-0002 is high.",
         "ALM-0006 is low.",  # not in the results: the id check flags it, not this one
         "All pumps are low on oil.",
+        "The vibration readings are all high.",  # readings, not the alarms
+        "Discharge pressures are all low, which explains the alarms.",
+        "ALM-0001 is critical and ALM-0002 is high, while the other alarms are all low.",
+        "Apart from ALM-0001, the alarms are all low.",
+        "ALM-0001 means the motor temperature is high.",
+        "ALM-0001 was raised because vibration was high.",
+        "ALM-0004 is on PUMP-002, while PUMP-007 is critical.",
+        "ALM-0001 and ALM-0002 are critical and high respectively.",
+        "ALM-0002 is now high (was critical).",
     ],
 )
 def test_severities_the_results_back_or_that_are_not_told_are_left_alone(answer: str) -> None:
     assert misstated_severities(answer, [ALARMS]) == []
+
+
+def test_many_severity_claims_are_judged_quickly_and_odd_ids_do_not_crash() -> None:
+    assert misstated_severities("all the alarms are high, " * 5_000, [ALARMS]) != []
+    odd = json.dumps({"alarms": [{"alarm_id": "ALM-\u00b2", "severity": "high"}]})
+    assert misstated_severities("ALM-0001 is low.", [odd]) == [] and overlooked_alarms("All fine.", [odd]) != []
