@@ -64,7 +64,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["RECORD_ID", "SMALL_INTEGER_LIMIT", "ungrounded_ids", "ungrounded_numbers"]
+__all__ = ["RECORD_ID", "SMALL_INTEGER_LIMIT", "record_key", "ungrounded_ids", "ungrounded_numbers"]
 
 SMALL_INTEGER_LIMIT = 10
 _FLOAT_EXPONENT = 308  # decimal exponents a float can hold; larger ones would overflow the decimal arithmetic
@@ -206,15 +206,16 @@ def ungrounded_ids(answer: str, tool_results: Sequence[str], question: str = "")
     read as text, so an id anywhere in them, a message included, counts. As written in the answer,
     without duplicates, in order of first appearance.
     """
-    known = {_record_key(m) for text in (*tool_results, question) for m in RECORD_ID.finditer(text)}
+    known = {record_key(m) for text in (*tool_results, question) for m in RECORD_ID.finditer(text)}
     flagged: dict[str, None] = {}
     for mention in RECORD_ID.finditer(answer):
-        if _record_key(mention) not in known:
+        if record_key(mention) not in known:
             flagged[mention.group(0)] = None
     return list(flagged)
 
 
-def _record_key(match: re.Match[str]) -> tuple[str, str]:
+def record_key(match: re.Match[str]) -> tuple[str, str]:
+    """A `RECORD_ID` match as a comparable key, whatever its case and zero-padding (``pump-7`` is ``PUMP-007``)."""
     if match.group("kind"):
         return match.group("kind").upper(), str(int(match.group("number")))
     return "APR", match.group(0).upper()
