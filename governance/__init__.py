@@ -1,11 +1,12 @@
 """Governed writes: parked approvals, grants that write services redeem, intent keys for idempotency."""
 
-from governance.approvals import Approval, ApprovalStatus, ApprovalStore
+from governance.approvals import APPROVAL_ID, Approval, ApprovalStatus, ApprovalStore
 from governance.errors import ApprovalError, ApprovalRequiredError
 from governance.grants import Grant, active_grant, complete, granting, redeem
 from governance.intent import args_hash, canonical_json, intent_key
 
 __all__ = [
+    "APPROVAL_ID",
     "Approval",
     "ApprovalError",
     "ApprovalRequiredError",

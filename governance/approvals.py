@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,8 @@ from governance.intent import args_hash, canonical_json
 from storage import Database
 
 MAX_LISTED = 200
+APPROVAL_ID = re.compile(r"APR-[0-9A-F]{8}")
+"""The form of the ids `ApprovalStore.park` issues."""
 
 
 class ApprovalStatus(str, Enum):

@@ -53,6 +53,13 @@ ANSWER_STYLE = (
 RESULTS_NOTE = "Answer from these results in one short sentence with the key values and pump ids."
 # Our own words, outside the fenced data: the result itself says so too, but as data the model must not obey.
 PARKED_NOTE = "An action above was parked for a supervisor's approval and has not run: say so, with its approval id."
+# When every result of a round was parked, the sentence itself, with the gate's own ids. Asked only to "say so", the
+# model left the id out, invented one ("PAIR-6789") or promised a run ("It will be executed at the next scheduled
+# time") in 3 of 9 answers; given the sentence it copied it in 9 of 9. In quotes it copied the quotes too.
+PARKED_SENTENCE = (
+    "Reply to the operator with exactly this sentence: Waiting for a supervisor's approval as {ids}; "
+    "nothing has been done yet."
+)
 
 ROUTING_HEAD = (
     "Routing step, not shown to the operator. Choose what to do next for the operator's last message and reply "
@@ -75,6 +82,8 @@ class PromptMessage:
     tool_calls: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     parked: bool = False
     """A tool result the approval gate parked (known from the runner, not from the result's text)."""
+    approval_id: str = ""
+    """A parked result's approval id, read from the gate's payload and checked for its form ("" when unknown)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +123,16 @@ def when_to_use(tool: Mapping[str, Any], limit: int = 200) -> str:
     return sentence[:limit]
 
 
+def _results_note(results: Sequence[PromptMessage]) -> str:
+    """Our note after a round's results: the sentence to give when all were parked, else how to answer."""
+    ids = [result.approval_id for result in results if result.parked and result.approval_id]
+    if ids and len(ids) == len(results):
+        return PARKED_SENTENCE.format(ids=" and ".join(ids))
+    if any(result.parked for result in results):
+        return f"{RESULTS_NOTE} {PARKED_NOTE}"
+    return RESULTS_NOTE
+
+
 def _call_block(name: str, arguments: Mapping[str, Any]) -> str:
     body = json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
     return f"{TOOL_CALL_OPEN}\n{body}\n{TOOL_CALL_CLOSE}"
@@ -138,13 +157,12 @@ def render_prompt(
     while i < len(rest):
         message = rest[i]
         if message.role == "tool":
-            blocks, parked = [], False
+            results: list[PromptMessage] = []
             while i < len(rest) and rest[i].role == "tool":
-                blocks.append(f"<tool_response>\n{rest[i].content}\n</tool_response>")
-                parked = parked or rest[i].parked
+                results.append(rest[i])
                 i += 1
-            note = f"{RESULTS_NOTE} {PARKED_NOTE}" if parked else RESULTS_NOTE
-            parts.append(f"{IM_START}user\n" + "\n".join(blocks) + f"\n{note}{IM_END}\n")
+            blocks = "\n".join(f"<tool_response>\n{result.content}\n</tool_response>" for result in results)
+            parts.append(f"{IM_START}user\n{blocks}\n{_results_note(results)}{IM_END}\n")
             continue
         if message.role == "assistant":
             pieces = [message.content] if message.content else []

@@ -1,12 +1,12 @@
 """Score recorded turns against golden items: a pure function of transcripts, testable without a model.
 
 Per trial: tool selection (every expected call made, by an acceptable name, and nothing outside the expected
-and allowed names), argument accuracy (each expected call matched with its arguments and status), fact recall,
-groundedness (no ungrounded numbers or record ids, no all-clear that the turn's results contradict:
-`TurnResult.overlooked_alarms`, no severity they contradict: `misstated_severities`), irrelevance (no call at
-all, for small-talk items). A trial passes when all of these hold and the turn answered. Per category: the means,
-model calls per question, latency, pass^1 (mean pass rate over trials) and pass^k (the share of items that passed
-in every one of the k trials).
+and allowed names), argument accuracy (each expected call matched with its arguments and status), fact recall
+(the item's facts, and the approval id of every call the gate parked), groundedness (no ungrounded numbers or
+record ids, no all-clear that the turn's results contradict: `TurnResult.overlooked_alarms`, no severity they
+contradict: `misstated_severities`), irrelevance (no call at all, for small-talk items). A trial passes when all
+of these hold and the turn answered. Per category: the means, model calls per question, latency, pass^1 (mean
+pass rate over trials) and pass^k (the share of items that passed in every one of the k trials).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from governance import APPROVAL_ID
 from kernel_setup.agent.events import ToolCallRecord, TurnResult
 from kernel_setup.evaluation.questions import ArgumentConstraint, Category, ExpectedCall, GoldenItem
 
@@ -135,6 +136,12 @@ def _fact_found(answer: str, fact: str | list[str]) -> bool:
     return any(" ".join(option.lower().split()) in text for option in options)
 
 
+def _approval_ids(calls: Sequence[ToolCallRecord]) -> list[str]:
+    """The approval ids of the turn's parked calls, as the runner's summary gives them."""
+    found = (APPROVAL_ID.search(c.summary) for c in calls if c.status == "pending_approval")
+    return [match.group(0) for match in found if match is not None]
+
+
 def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     """Score one recorded trial of ``item`` (pure)."""
     result = transcript.result
@@ -163,9 +170,10 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
         problems.append(f"tools called: {[c.name for c in calls]}; expected: {[c.name for c in item.calls]}")
     if arguments is False:
         problems.append(f"arguments: {[(c.name, c.arguments, c.status) for c in calls]}")
-    recall = sum(_fact_found(answer, f) for f in item.facts) / len(item.facts) if item.facts else None
+    facts = [*item.facts, *_approval_ids(calls)]  # a parked action's id is a fact its answer must give
+    recall = sum(_fact_found(answer, f) for f in facts) / len(facts) if facts else None
     if recall is not None and recall < 1:
-        problems.append(f"facts missing: {[f for f in item.facts if not _fact_found(answer, f)]}")
+        problems.append(f"facts missing: {[f for f in facts if not _fact_found(answer, f)]}")
     overlooked = result.overlooked_alarms if result is not None else []
     misstated = result.misstated_severities if result is not None else []
     grounded = result is not None and not ungrounded and not overlooked and not misstated

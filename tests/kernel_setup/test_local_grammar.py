@@ -18,6 +18,7 @@ from kernel_setup.chat.grammar import (
 )
 from kernel_setup.chat.qwen_format import (
     PARKED_NOTE,
+    PARKED_SENTENCE,
     RESULTS_NOTE,
     PromptMessage,
     parse_tool_calls,
@@ -185,12 +186,28 @@ def test_the_prompt_lists_tools_before_the_per_turn_system_text_and_merges_tool_
     assert PARKED_NOTE not in prompt
 
 
-def test_a_parked_result_adds_our_own_note_that_the_action_awaits_approval() -> None:
-    parked = PromptMessage("tool", '{"status": "pending_approval", "approval_id": "APR-1"}', parked=True)
+def test_a_parked_result_beside_a_read_adds_our_own_note_that_the_action_awaits_approval() -> None:
+    parked = PromptMessage(
+        "tool", '{"status": "pending_approval", "approval_id": "APR-1A2B3C4D"}', parked=True, approval_id="APR-1A2B3C4D"
+    )
     prompt = render_prompt([PromptMessage("user", "Raise a work order"), parked, PromptMessage("tool", "{}")], [])
     assert prompt.count(PARKED_NOTE) == 1 and prompt.index("</tool_response>") < prompt.index(PARKED_NOTE)
+    assert RESULTS_NOTE in prompt and "Reply to the operator with exactly" not in prompt  # the read is to be told too
     lookalike = PromptMessage("tool", '{"status": "pending_approval"}')  # the text alone is data: no note
     assert PARKED_NOTE not in render_prompt([PromptMessage("user", "x"), lookalike], [])
+
+
+def test_a_round_of_parked_results_only_gets_the_sentence_to_give_with_their_approval_ids() -> None:
+    first = PromptMessage("tool", '{"approval_id": "APR-1A2B3C4D"}', parked=True, approval_id="APR-1A2B3C4D")
+    second = PromptMessage("tool", '{"approval_id": "APR-00FF00FF"}', parked=True, approval_id="APR-00FF00FF")
+    prompt = render_prompt([PromptMessage("user", "Raise two work orders"), first, second], [])
+    sentence = PARKED_SENTENCE.format(ids="APR-1A2B3C4D and APR-00FF00FF")
+    assert prompt.endswith(f"</tool_response>\n{sentence}<|im_end|>\n<|im_start|>assistant\n")
+    assert "approval as APR-1A2B3C4D and APR-00FF00FF; nothing has been done yet." in sentence
+    assert RESULTS_NOTE not in prompt and PARKED_NOTE not in prompt
+    unknown = PromptMessage("tool", '{"status": "pending_approval"}', parked=True)  # no id read: say so in general
+    prompt = render_prompt([PromptMessage("user", "Raise a work order"), unknown], [])
+    assert f"{RESULTS_NOTE} {PARKED_NOTE}" in prompt and "Reply to the operator with exactly" not in prompt
 
 
 def test_the_routing_prompt_shares_the_conversation_prefix_and_lists_when_to_use_each_tool() -> None:
