@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from kernel_setup.agent.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnResult
 from kernel_setup.app import open_app
+from kernel_setup.cli.chat_render import turn_flags, usage_line
 from kernel_setup.cli.common import CliState, print_json, run, state
 
 STATUS_MARKS = {
@@ -69,29 +70,7 @@ async def _ask(cli: CliState, question: str, session: str | None, principal: str
 
 
 def print_footer(cli: CliState, result: TurnResult) -> None:
-    """Under the answer, on stderr: degraded, unverified numbers or ids, alarms misread, the session and usage."""
+    """Under the answer, on stderr: the chat's flags (`turn_flags`) and its usage line."""
     cli.console.print()
-    if result.degraded:
-        cli.err_console.print(f"[bold yellow]degraded:[/] {escape(result.reason or '')}", highlight=False)
-    if result.ungrounded:
-        cli.err_console.print(
-            f"[bold yellow]unverified numbers or ids[/] (not found in any tool result): {', '.join(result.ungrounded)}",
-            highlight=False,
-        )
-    if result.overlooked_alarms:
-        cli.err_console.print(
-            "[bold yellow]the answer says all is well, but the tool results show active alarms:[/] "
-            + escape(", ".join(result.overlooked_alarms)),
-            highlight=False,
-        )
-    if result.misstated_severities:
-        cli.err_console.print(
-            "[bold yellow]severities the tool results contradict:[/] " + escape("; ".join(result.misstated_severities)),
-            highlight=False,
-        )
-    cli.err_console.print(
-        f"[dim]session {result.session} · {result.usage.model_calls} model calls · "
-        f"{result.usage.prompt_tokens}+{result.usage.completion_tokens} tokens"
-        f"{' (estimated)' if result.usage.estimated else ''}[/]",
-        highlight=False,
-    )
+    for line in [*turn_flags(result), usage_line(result)]:
+        cli.err_console.print(line, highlight=False)

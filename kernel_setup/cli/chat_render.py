@@ -79,38 +79,44 @@ class TurnRenderer:
 
     def finish(self, result: TurnResult) -> None:
         """Flags and the footer after the answer: degraded, unverified numbers or ids, alarms misread, usage."""
-        if result.degraded:
-            self._notes.print(f"[bold yellow]⚠ degraded:[/] {escape(result.reason or 'unknown')}", highlight=False)
-            if not result.answer.strip():
-                self._notes.print("[bold yellow]⚠ no answer within the turn's bounds[/]", highlight=False)
-        if result.ungrounded:
-            numbers = escape(", ".join(result.ungrounded))
-            self._notes.print(
-                f"[bold yellow]⚠ unverified numbers or ids[/] (found in no tool result): {numbers}", highlight=False
-            )
-        if result.overlooked_alarms:
-            alarms = escape(", ".join(result.overlooked_alarms))
-            self._notes.print(
-                f"[bold yellow]⚠ the answer says all is well, but the tool results show active alarms:[/] {alarms}",
-                highlight=False,
-            )
-        if result.misstated_severities:
-            severities = escape("; ".join(result.misstated_severities))
-            self._notes.print(
-                f"[bold yellow]⚠ severities the tool results contradict:[/] {severities}", highlight=False
-            )
-        usage = result.usage
-        self._notes.print(
-            f"[dim]session {result.session} · {usage.model_calls} model calls · "
-            f"{usage.prompt_tokens}+{usage.completion_tokens} tokens{' (estimated)' if usage.estimated else ''}[/]",
-            highlight=False,
-        )
+        for line in [*turn_flags(result), usage_line(result)]:
+            self._notes.print(line, highlight=False)
 
     def end_text(self) -> None:
         """End a streamed line of answer text, if one is open."""
         if self._streaming:
             self._out.print()
             self._streaming = False
+
+
+def turn_flags(result: TurnResult) -> list[str]:
+    """The warnings under an answer, as rich markup: degraded, unverified numbers or ids, alarms misread."""
+    flags: list[str] = []
+    if result.degraded:
+        flags.append(f"[bold yellow]⚠ degraded:[/] {escape(result.reason or 'unknown')}")
+        if not result.answer.strip():
+            flags.append("[bold yellow]⚠ no answer within the turn's bounds[/]")
+    if result.ungrounded:
+        numbers = escape(", ".join(result.ungrounded))
+        flags.append(f"[bold yellow]⚠ unverified numbers or ids[/] (found in no tool result): {numbers}")
+    if result.overlooked_alarms:
+        alarms = escape(", ".join(result.overlooked_alarms))
+        flags.append(
+            f"[bold yellow]⚠ the answer says all is well, but the tool results show active alarms:[/] {alarms}"
+        )
+    if result.misstated_severities:
+        severities = escape("; ".join(result.misstated_severities))
+        flags.append(f"[bold yellow]⚠ severities the tool results contradict:[/] {severities}")
+    return flags
+
+
+def usage_line(result: TurnResult) -> str:
+    """The footer's last line, as rich markup: the session, model calls and tokens."""
+    usage = result.usage
+    return (
+        f"[dim]session {result.session} · {usage.model_calls} model calls · "
+        f"{usage.prompt_tokens}+{usage.completion_tokens} tokens{' (estimated)' if usage.estimated else ''}[/]"
+    )
 
 
 def call_signature(name: str, arguments: Mapping[str, Any]) -> str:

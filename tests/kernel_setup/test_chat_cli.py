@@ -19,6 +19,7 @@ from kernel_setup import load_settings
 from kernel_setup.agent.events import TurnResult
 from kernel_setup.cli.ask_cmd import print_footer
 from kernel_setup.cli.chat_cmd import StreamReader, chat_command, run_chat
+from kernel_setup.cli.chat_render import TurnRenderer
 from kernel_setup.cli.common import CliState
 from kernel_setup.cli.main import root
 from tests.fakes.ollama import ScriptedOllama, call, reply
@@ -284,8 +285,22 @@ def test_ask_prints_unverified_ids_and_overlooked_alarms_under_the_answer(tmp_pa
     )
     print_footer(cli, result)
     text = " ".join(buffer.getvalue().split())
-    assert "unverified numbers or ids (not found in any tool result): ALM-0006" in text
+    assert "⚠ unverified numbers or ids (found in no tool result): ALM-0006" in text
     assert (
         "the answer says all is well, but the tool results show active alarms: ALM-0001 (critical on PUMP-007)" in text
     )
     assert "severities the tool results contradict: ALM-0002 is high, not low" in text
+
+
+def test_ask_and_chat_print_the_same_flags_under_a_degraded_empty_answer(tmp_path: Path) -> None:
+    cli, buffer = make_cli(write_settings(tmp_path))
+    result = TurnResult(answer=" ", degraded=True, reason="deadline of 5 s reached [/]", session="s")
+    print_footer(cli, result)
+    asked = " ".join(buffer.getvalue().split())
+    out = StringIO()
+    TurnRenderer(Console(file=out, width=200), Console(file=out, width=200)).finish(result)
+    chatted = " ".join(out.getvalue().split())
+    for text in (asked, chatted):
+        assert "⚠ degraded: deadline of 5 s reached [/]" in text  # the reason is escaped, not read as markup
+        assert "⚠ no answer within the turn's bounds" in text
+        assert "session s · 0 model calls · 0+0 tokens" in text
