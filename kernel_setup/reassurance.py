@@ -148,6 +148,13 @@ _AFTER_ID = re.compile(
     re.IGNORECASE,
 )
 _AFTER_ID_WINDOW = 60  # characters after an alarm id where its severity may be told
+# Told just before the id, as the alarm's kind: "the critical alarm ALM-0002", "a high-severity alarm (ALM-0001)";
+# nothing but the word "alarm" (and "(" or "id") between ("the critical alarm, ALM-0002 is high" tells of another).
+_BEFORE_ID = re.compile(
+    rf"\b(?P<severity>critical|high|medium|low)(?:[{_HYPHEN} ](?:severity|priority))?\s+alarm\s*(?:\(\s*|id\s+)?$",
+    re.IGNORECASE,
+)
+_BEFORE_ID_WINDOW = 40  # characters before an alarm id (and after the one before it) where its severity may be told
 # Every alarm said to be of one severity: "5 active alarms, all of which are high severity", "all the active alarms
 # are critical", "the alarms on PUMP-007 are all critical". The subject must be the alarms.
 _ALL_OF_ONE = re.compile(
@@ -210,7 +217,8 @@ def misstated_severities(answer: str, tool_texts: Sequence[str]) -> list[str]:
     """The alarms of ``tool_texts`` that ``answer`` gives the wrong severity, described.
 
     ``"ALM-0002 is high, not critical"`` for an id told with another severity (in its own clause, within 60
-    characters after it, before the next alarm or work-order id or the sentence's end), and ``"ALM-0001 is critical,
+    characters after it, before the next alarm or work-order id or the sentence's end; or just before it, as "the
+    critical alarm ALM-0002"), and ``"ALM-0001 is critical,
     not high"`` for an active alarm under a sentence saying all alarms are high (a sentence naming pumps speaks for
     their alarms only). Alarms the results do not hold, and severities told any other way, are not judged.
     """
@@ -226,9 +234,13 @@ def misstated_severities(answer: str, tool_texts: Sequence[str]) -> list[str]:
             if alarm is None:
                 continue
             end = ids[number + 1].start() if number + 1 < len(ids) else len(sentence)
-            told = _AFTER_ID.match(sentence, mention.end(), min(end, mention.end() + _AFTER_ID_WINDOW))
-            if told and told.group("severity").lower() != alarm.severity:
-                found[f"{alarm.alarm_id} is {alarm.severity}, not {told.group('severity').lower()}"] = None
+            start = max(ids[number - 1].end() if number else 0, mention.start() - _BEFORE_ID_WINDOW)
+            for told in (
+                _AFTER_ID.match(sentence, mention.end(), min(end, mention.end() + _AFTER_ID_WINDOW)),
+                _BEFORE_ID.search(sentence, start, mention.start()),
+            ):
+                if told and told.group("severity").lower() != alarm.severity:
+                    found[f"{alarm.alarm_id} is {alarm.severity}, not {told.group('severity').lower()}"] = None
         claim = _ALL_OF_ONE.search(sentence)
         if claim is None or _SCOPED.search(sentence):
             continue  # "the others are all low", "apart from ALM-0001, ...": not every alarm

@@ -223,6 +223,9 @@ def test_a_long_repetitive_message_is_judged_quickly() -> None:
             "There are 3 active alarms, all of which are high severity.",
             ["ALM-0001 is critical, not high", "ALM-0004 is low, not high"],
         ),
+        ("The critical alarm ALM-0002 is on PUMP-004.", ["ALM-0002 is high, not critical"]),
+        ("PUMP-007 has a medium-severity alarm (ALM-0001).", ["ALM-0001 is critical, not medium"]),
+        ("A low alarm ALM-0001 and a high alarm ALM-0002.", ["ALM-0001 is critical, not low"]),
         ("The alarms on PUMP-007 are all critical.", []),  # PUMP-007's one alarm is critical
         ("The alarms on PUMP-007 and PUMP-002 are all critical.", ["ALM-0004 is low, not critical"]),
     ],
@@ -251,6 +254,11 @@ def test_an_alarm_told_with_another_severity_is_listed(answer: str, misstated: l
         "ALM-0004 is on PUMP-002, while PUMP-007 is critical.",
         "ALM-0001 and ALM-0002 are critical and high respectively.",
         "ALM-0002 is now high (was critical).",
+        "The critical alarm ALM-0001 and the high alarm ALM-0002 are active.",
+        "Besides the critical alarm, ALM-0002 is high.",  # a comma: the severity is another alarm's
+        "After the critical alarm on PUMP-007, the high alarm id ALM-0002 followed.",
+        "A high vibration alarm ALM-0002 on PUMP-004.",  # what was measured, not the severity
+        "The highest alarm ALM-0001 is critical.",
     ],
 )
 def test_severities_the_results_back_or_that_are_not_told_are_left_alone(answer: str) -> None:
