@@ -64,6 +64,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from governance import APPROVAL_ID
+
 __all__ = ["RECORD_ID", "SMALL_INTEGER_LIMIT", "record_key", "ungrounded_ids", "ungrounded_numbers"]
 
 SMALL_INTEGER_LIMIT = 10
@@ -195,7 +197,7 @@ def ungrounded_numbers(answer: str, tool_results: Sequence[str], question: str =
     return flagged
 
 
-RECORD_ID = re.compile(r"\b(?P<kind>PUMP|ALM|WO)-(?P<number>\d{1,8})\b|\bAPR-[0-9A-F]{8}\b", re.IGNORECASE)
+RECORD_ID = re.compile(rf"\b(?P<kind>PUMP|ALM|WO)-(?P<number>\d{{1,8}})\b|\b{APPROVAL_ID.pattern}\b", re.IGNORECASE)
 """The registry's record ids as prose writes them: pumps, alarms, work orders and approvals."""
 
 

@@ -127,7 +127,9 @@ def _results_note(results: Sequence[PromptMessage]) -> str:
     """Our note after a round's results: the sentence to give when all were parked, else how to answer."""
     ids = [result.approval_id for result in results if result.parked and result.approval_id]
     if ids and len(ids) == len(results):
-        return PARKED_SENTENCE.format(ids=" and ".join(ids))
+        unique = list(dict.fromkeys(ids))  # the same action asked twice is parked once
+        listed = unique[0] if len(unique) == 1 else f"{', '.join(unique[:-1])} and {unique[-1]}"
+        return PARKED_SENTENCE.format(ids=listed)
     if any(result.parked for result in results):
         return f"{RESULTS_NOTE} {PARKED_NOTE}"
     return RESULTS_NOTE

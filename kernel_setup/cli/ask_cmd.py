@@ -10,16 +10,8 @@ from rich.markup import escape
 
 from kernel_setup.agent.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnResult
 from kernel_setup.app import open_app
-from kernel_setup.cli.chat_render import turn_flags, usage_line
+from kernel_setup.cli.chat_render import tool_line, turn_flags, usage_line
 from kernel_setup.cli.common import CliState, print_json, run, state
-
-STATUS_MARKS = {
-    "ok": "✓",
-    "error": "✗ error",
-    "denied": "⛔ denied",
-    "pending_approval": "⏸ pending approval",
-    "rejected": "✗ rejected",
-}
 
 
 def ask(
@@ -55,11 +47,7 @@ async def _ask(cli: CliState, question: str, session: str | None, principal: str
                     f"[dim]→ {escape(event.name)}({escape(json.dumps(event.arguments))})[/]", highlight=False
                 )
             elif isinstance(event, ToolCallFinished):
-                mark = STATUS_MARKS.get(event.record.status, event.record.status)
-                cli.err_console.print(
-                    f"[dim]  {mark} {event.record.name}: {event.record.summary} ({event.record.duration_ms:.0f} ms)[/]",
-                    highlight=False,
-                )
+                cli.err_console.print(tool_line(event.record), highlight=False)
             elif isinstance(event, TextDelta):
                 cli.console.print(event.text, end="", highlight=False, markup=False, soft_wrap=True)
             elif isinstance(event, TurnFinished):

@@ -2,11 +2,11 @@
 
 Per trial: tool selection (every expected call made, by an acceptable name, and nothing outside the expected
 and allowed names), argument accuracy (each expected call matched with its arguments and status), fact recall
-(the item's facts, and the approval id of every call the gate parked), groundedness (no ungrounded numbers or
-record ids, no all-clear that the turn's results contradict: `TurnResult.overlooked_alarms`, no severity they
-contradict: `misstated_severities`), irrelevance (no call at all, for small-talk items). A trial passes when all
-of these hold and the turn answered. Per category: the means, model calls per question, latency, pass^1 (mean
-pass rate over trials) and pass^k (the share of items that passed in every one of the k trials).
+(the item's facts and, for a write item, the approval id of every call the gate parked), groundedness (no
+ungrounded numbers or record ids, no all-clear that the turn's results contradict: `TurnResult.overlooked_alarms`,
+no severity they contradict: `misstated_severities`), irrelevance (no call at all, for small-talk items). A trial
+passes when all of these hold and the turn answered. Per category: the means, model calls per question, latency,
+pass^1 (mean pass rate over trials) and pass^k (the share of items that passed in every one of the k trials).
 """
 
 from __future__ import annotations
@@ -170,7 +170,8 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
         problems.append(f"tools called: {[c.name for c in calls]}; expected: {[c.name for c in item.calls]}")
     if arguments is False:
         problems.append(f"arguments: {[(c.name, c.arguments, c.status) for c in calls]}")
-    facts = [*item.facts, *_approval_ids(calls)]  # a parked action's id is a fact its answer must give
+    # A write item's parked action: its id is a fact the answer must give.
+    facts = [*item.facts, *(_approval_ids(calls) if item.category == Category.WRITE else [])]
     recall = sum(_fact_found(answer, f) for f in facts) / len(facts) if facts else None
     if recall is not None and recall < 1:
         problems.append(f"facts missing: {[f for f in facts if not _fact_found(answer, f)]}")

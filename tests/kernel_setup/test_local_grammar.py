@@ -201,10 +201,18 @@ def test_a_round_of_parked_results_only_gets_the_sentence_to_give_with_their_app
     first = PromptMessage("tool", '{"approval_id": "APR-1A2B3C4D"}', parked=True, approval_id="APR-1A2B3C4D")
     second = PromptMessage("tool", '{"approval_id": "APR-00FF00FF"}', parked=True, approval_id="APR-00FF00FF")
     prompt = render_prompt([PromptMessage("user", "Raise two work orders"), first, second], [])
-    sentence = PARKED_SENTENCE.format(ids="APR-1A2B3C4D and APR-00FF00FF")
-    assert prompt.endswith(f"</tool_response>\n{sentence}<|im_end|>\n<|im_start|>assistant\n")
-    assert "approval as APR-1A2B3C4D and APR-00FF00FF; nothing has been done yet." in sentence
+    assert prompt.endswith(
+        "</tool_response>\nReply to the operator with exactly this sentence: Waiting for a supervisor's approval as "
+        "APR-1A2B3C4D and APR-00FF00FF; nothing has been done yet.<|im_end|>\n<|im_start|>assistant\n"
+    )
     assert RESULTS_NOTE not in prompt and PARKED_NOTE not in prompt
+    third = PromptMessage("tool", "{}", parked=True, approval_id="APR-0000000A")
+    again = PromptMessage("tool", "{}", parked=True, approval_id="APR-1A2B3C4D")  # the same action asked twice
+    prompt = render_prompt([PromptMessage("user", "Raise them"), first, second, third, again], [])
+    assert PARKED_SENTENCE.format(ids="APR-1A2B3C4D, APR-00FF00FF and APR-0000000A") in prompt
+    rejected = PromptMessage("tool", '{"error": "Unknown tool"}')  # beside a call refused before it ran
+    prompt = render_prompt([PromptMessage("user", "Raise one and do x"), first, rejected], [])
+    assert f"{RESULTS_NOTE} {PARKED_NOTE}" in prompt and "Reply to the operator with exactly" not in prompt
     unknown = PromptMessage("tool", '{"status": "pending_approval"}', parked=True)  # no id read: say so in general
     prompt = render_prompt([PromptMessage("user", "Raise a work order"), unknown], [])
     assert f"{RESULTS_NOTE} {PARKED_NOTE}" in prompt and "Reply to the operator with exactly" not in prompt

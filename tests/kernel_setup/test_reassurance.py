@@ -259,6 +259,12 @@ def test_an_alarm_told_with_another_severity_is_listed(answer: str, misstated: l
         "After the critical alarm on PUMP-007, the high alarm id ALM-0002 followed.",
         "A high vibration alarm ALM-0002 on PUMP-004.",  # what was measured, not the severity
         "The highest alarm ALM-0001 is critical.",
+        "The most critical alarm ALM-0002 (high) needs a look.",  # a ranking
+        "The next most critical alarm ALM-0002 is high.",
+        "A less critical alarm ALM-0004 is on PUMP-002.",
+        "The only non-critical alarm ALM-0004 is on PUMP-002.",
+        "The only non-critical alarm ALM-0002 is on PUMP-004.",
+        "ALM-0004 is not a critical alarm.",
     ],
 )
 def test_severities_the_results_back_or_that_are_not_told_are_left_alone(answer: str) -> None:
