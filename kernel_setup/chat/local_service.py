@@ -381,12 +381,13 @@ class LocalChatCompletion(ChatCompletionClientBase):
             return Route(start=start, relevance=None, call=True)
         if not chat_history.messages or chat_history.messages[-1].role != AuthorRole.USER:
             return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)
+        message = chat_history.messages[-1].content or ""  # the operator's, as checked above
         reads_known = settings.read_tools is not None  # without the kernel's declarations a write could be picked
-        if settings.status_questions and reads_known and asks_for_reassurance(_last_user_text(chat_history)):
+        if settings.status_questions and reads_known and asks_for_reassurance(message):
             return Route(start=start, relevance=None, call=True, reads_only=True)
         if self._relevance is None:
             return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)
-        relevance = await self._relevance(_last_user_text(chat_history), tools)
+        relevance = await self._relevance(message, tools)
         call = relevance >= settings.relevance_threshold or (
             start >= settings.tool_start_threshold and relevance >= settings.off_topic_relevance
         )

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from semantic_kernel.contents.chat_history import ChatHistory
 
+from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.agent.events import TextDelta, TurnFinished
 from kernel_setup.agent.runner import ChatServiceError, TurnRunner
@@ -404,7 +405,7 @@ async def test_a_write_parked_for_approval_is_followed_by_our_note_to_say_so(tmp
     result, _ = await run(tmp_path, engine, "Raise a high priority work order for PUMP-007: Inspect DE bearing")
     assert [c.status for c in result.tool_calls] == ["pending_approval"]
     approval_id = result.tool_calls[0].summary.removeprefix("pending approval ")
-    assert re.fullmatch(r"APR-[0-9A-F]{8}", approval_id)
+    assert APPROVAL_ID.fullmatch(approval_id)
     # The runner's outcome and the gate's id, written outside the fenced data, as the sentence to give.
     assert PARKED_SENTENCE.format(ids=approval_id) in engine.requests[1]["prompt"]
     await run(tmp_path, engine, "How is PUMP-007 doing?")
