@@ -53,6 +53,14 @@ Rules, in the order they apply:
 
    There is no arithmetic: a sum, a difference, a ratio or a unit conversion the model worked out
    itself shows up as ungrounded on purpose, since the tools are there to compute such figures.
+
+A grounded number can still be told of the wrong pump ("PUMP-006's bearing is at 81 °C" when 81 °C is
+PUMP-007's). `misattributed_numbers` checks that, sentence by sentence, for sentences that name exactly one pump
+(by id, or by a name the results give it) and compare it with nothing else ("than", "next", "other",
+"respectively" …): each number of such a sentence must be supported, under the rules above, by that pump's part
+of the results (every JSON object with its ``pump_id``, and all inside it), by the results' parts that belong to
+no pump (fleet counts, manual passages, any text that is not JSON) or by the question; a number only other pumps'
+parts support is returned with their ids. A number no result supports is `ungrounded_numbers`' and not repeated.
 """
 
 from __future__ import annotations
@@ -66,7 +74,14 @@ from decimal import Decimal, InvalidOperation
 
 from governance import APPROVAL_ID
 
-__all__ = ["RECORD_ID", "SMALL_INTEGER_LIMIT", "record_key", "ungrounded_ids", "ungrounded_numbers"]
+__all__ = [
+    "RECORD_ID",
+    "SMALL_INTEGER_LIMIT",
+    "misattributed_numbers",
+    "record_key",
+    "ungrounded_ids",
+    "ungrounded_numbers",
+]
 
 SMALL_INTEGER_LIMIT = 10
 _FLOAT_EXPONENT = 308  # decimal exponents a float can hold; larger ones would overflow the decimal arithmetic
@@ -221,6 +236,88 @@ def record_key(match: re.Match[str]) -> tuple[str, str]:
     if match.group("kind"):
         return match.group("kind").upper(), str(int(match.group("number")))
     return "APR", match.group(0).upper()
+
+
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n+")
+_ELSEWHERE = re.compile(
+    r"\b(?:than|next|other|others|another|second|rest|compared|versus|vs|whereas|while|followed|respectively|each)\b",
+    re.IGNORECASE,
+)
+"""Words that bring in something besides the one pump a sentence names: its numbers may be that thing's."""
+
+
+def misattributed_numbers(answer: str, tool_results: Sequence[str], question: str = "") -> list[str]:
+    """Return the numbers ``answer`` gives for one pump that the results give only for other pumps.
+
+    See the module docstring for which sentences are judged. Each entry reads ``"81 for PUMP-006 (the results
+    give it for PUMP-007)"``, the number as written in the answer; without duplicates, in order of appearance.
+    """
+    scopes: dict[tuple[str, str] | None, set[Decimal]] = {None: set()}
+    shown: dict[tuple[str, str], str] = {}
+    names: dict[str, tuple[str, str]] = {}
+    for result in tool_results:
+        try:
+            data = json.loads(result)
+        except (ValueError, RecursionError):
+            _add_text_support(result, scopes[None])
+            continue
+        _add_scoped_support(data, scopes, shown, names)
+    if len(shown) < 2:
+        return []  # no other pump to confuse it with
+    _add_text_support(question, scopes[None])
+    flagged: dict[str, None] = {}
+    for sentence in _SENTENCE_BREAK.split(answer):
+        pumps = _pumps_named(sentence, names)
+        if len(pumps) != 1 or _ELSEWHERE.search(sentence):
+            continue
+        pump = next(iter(pumps))
+        if pump not in shown:
+            continue  # the results hold nothing of this pump to judge by
+        for mention in _mentions(_mask(sentence)):
+            if mention.always_accepted or any(_is_supported(mention, scopes[k]) for k in (pump, None)):
+                continue
+            others = [shown[k] for k in sorted(shown) if k != pump and _is_supported(mention, scopes[k])]
+            if others:
+                flagged[f"{mention.text} for {shown[pump]} (the results give it for {', '.join(others)})"] = None
+    return list(flagged)
+
+
+def _pumps_named(sentence: str, names: dict[str, tuple[str, str]]) -> set[tuple[str, str]]:
+    """The pumps a sentence names, by id (`record_key`) or by a name the results give them."""
+    named = {record_key(m) for m in RECORD_ID.finditer(sentence) if (m.group("kind") or "").upper() == "PUMP"}
+    lowered = sentence.lower()
+    named.update(key for name, key in names.items() if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", lowered))
+    return named
+
+
+def _add_scoped_support(
+    data: object,
+    scopes: dict[tuple[str, str] | None, set[Decimal]],
+    shown: dict[tuple[str, str], str],
+    names: dict[str, tuple[str, str]],
+) -> None:
+    """Walk a parsed result as `_add_json_support` does, each value into the support of the pump it belongs to."""
+    stack: list[tuple[object, tuple[str, str] | None]] = [(data, None)]
+    while stack:
+        item, pump = stack.pop()
+        if isinstance(item, dict):
+            own = item.get("pump_id")
+            own = own.strip() if isinstance(own, str) else ""
+            match = RECORD_ID.fullmatch(own)
+            if match is not None and (match.group("kind") or "").upper() == "PUMP":
+                pump = record_key(match)
+                shown.setdefault(pump, own)
+                name = item.get("name")
+                if isinstance(name, str) and name.strip():
+                    names.setdefault(name.strip().lower(), pump)
+            support = scopes.setdefault(pump, set())
+            for key, value in item.items():
+                _add_text_support(str(key), support)
+                stack.append((value, pump))
+        elif isinstance(item, list):
+            stack.extend((value, pump) for value in item)
+        else:
+            _add_json_support(item, scopes.setdefault(pump, set()))
 
 
 def _mask(text: str, lent_parts: set[Decimal] | None = None) -> str:

@@ -35,6 +35,7 @@ class TurnResult(BaseModel):
     degraded: bool = False
     reason: str | None = None
     ungrounded: list[str] = Field(default_factory=list)
+    misattributed_numbers: list[str] = Field(default_factory=list)
     overlooked_alarms: list[str] = Field(default_factory=list)
     misstated_severities: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)

@@ -52,7 +52,7 @@ from kernel_setup.chat.ollama_service import result_text
 from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
-from kernel_setup.grounding import ungrounded_ids, ungrounded_numbers
+from kernel_setup.grounding import misattributed_numbers, ungrounded_ids, ungrounded_numbers
 from kernel_setup.reassurance import misstated_severities, overlooked_alarms
 from kernel_setup.settings import AgentSettings
 from plugins.declarations import traits_of
@@ -190,6 +190,7 @@ class TurnRunner:
                 # An id may come from earlier in the session: the operator's messages or the tools' results.
                 *ungrounded_ids(answer, [*turn.tool_texts, *_read_texts(chat)], question),
             ],
+            misattributed_numbers=misattributed_numbers(answer, turn.tool_texts, question),
             overlooked_alarms=overlooked_alarms(answer, turn.tool_texts),
             misstated_severities=misstated_severities(answer, turn.tool_texts),
             usage=turn.usage,

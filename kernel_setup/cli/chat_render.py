@@ -99,6 +99,9 @@ def turn_flags(result: TurnResult) -> list[str]:
     if result.ungrounded:
         numbers = escape(", ".join(result.ungrounded))
         flags.append(f"[bold yellow]⚠ unverified numbers or ids[/] (found in no tool result): {numbers}")
+    if result.misattributed_numbers:
+        numbers = escape("; ".join(result.misattributed_numbers))
+        flags.append(f"[bold yellow]⚠ numbers told of the wrong pump:[/] {numbers}")
     if result.overlooked_alarms:
         alarms = escape(", ".join(result.overlooked_alarms))
         flags.append(

@@ -3,8 +3,9 @@
 Per trial: tool selection (every expected call made, by an acceptable name, and nothing outside the expected
 and allowed names), argument accuracy (each expected call matched with its arguments and status), fact recall
 (the item's facts and, for a write item, the approval id of every call the gate parked), groundedness (no
-ungrounded numbers or record ids, no all-clear that the turn's results contradict: `TurnResult.overlooked_alarms`,
-no severity they contradict: `misstated_severities`), irrelevance (no call at all, for small-talk items). A trial
+ungrounded numbers or record ids, no number told of the wrong pump: `TurnResult.misattributed_numbers`, no
+all-clear that the turn's results contradict: `overlooked_alarms`, no severity they contradict:
+`misstated_severities`), irrelevance (no call at all, for small-talk items). A trial
 passes when all of these hold and the turn answered. Per category: the means, model calls per question, latency,
 pass^1 (mean pass rate over trials) and pass^k (the share of items that passed in every one of the k trials).
 """
@@ -175,11 +176,14 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     recall = sum(_fact_found(answer, f) for f in facts) / len(facts) if facts else None
     if recall is not None and recall < 1:
         problems.append(f"facts missing: {[f for f in facts if not _fact_found(answer, f)]}")
+    misattributed = result.misattributed_numbers if result is not None else []
     overlooked = result.overlooked_alarms if result is not None else []
     misstated = result.misstated_severities if result is not None else []
-    grounded = result is not None and not ungrounded and not overlooked and not misstated
+    grounded = result is not None and not ungrounded and not misattributed and not overlooked and not misstated
     if ungrounded:
         problems.append(f"ungrounded numbers or ids: {ungrounded}")
+    if misattributed:
+        problems.append(f"numbers told of the wrong pump: {misattributed}")
     if overlooked:
         problems.append(f"all clear despite alarms in the results: {overlooked}")
     if misstated:

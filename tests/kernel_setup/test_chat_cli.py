@@ -279,6 +279,7 @@ def test_ask_prints_unverified_ids_and_overlooked_alarms_under_the_answer(tmp_pa
     result = TurnResult(
         answer="Everything is fine; ALM-0006 is low.",
         ungrounded=["ALM-0006"],
+        misattributed_numbers=["7.8 for PUMP-007 (the results give it for PUMP-004)"],
         overlooked_alarms=["ALM-0001 (critical on PUMP-007)"],
         misstated_severities=["ALM-0002 is high, not low"],
         session="s",
@@ -290,6 +291,7 @@ def test_ask_prints_unverified_ids_and_overlooked_alarms_under_the_answer(tmp_pa
         "the answer says all is well, but the tool results show active alarms: ALM-0001 (critical on PUMP-007)" in text
     )
     assert "severities the tool results contradict: ALM-0002 is high, not low" in text
+    assert "⚠ numbers told of the wrong pump: 7.8 for PUMP-007 (the results give it for PUMP-004)" in text
 
 
 def test_ask_and_chat_print_the_same_flags_under_a_degraded_empty_answer(tmp_path: Path) -> None:

@@ -116,6 +116,13 @@ def test_wrong_tool_wrong_argument_missing_fact_and_ungrounded_number_each_fail(
     misstated = score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=misread))
     assert not misstated.grounded and not misstated.passed
     assert "severities the results contradict: ['ALM-0001 is critical, not low']" in misstated.problems
+    swapped = turn("9.4 zone D, PUMP-007 at 7.8", ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"))
+    swapped.misattributed_numbers = ["7.8 for PUMP-007 (the results give it for PUMP-004)"]
+    misattributed = score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=swapped))
+    assert not misattributed.grounded and not misattributed.passed
+    assert "numbers told of the wrong pump: ['7.8 for PUMP-007 (the results give it for PUMP-004)']" in (
+        misattributed.problems
+    )
 
 
 def test_an_allowed_extra_call_is_fine_but_an_unexpected_one_is_not() -> None:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kernel_setup.grounding import ungrounded_ids, ungrounded_numbers
+from kernel_setup.grounding import misattributed_numbers, ungrounded_ids, ungrounded_numbers
 
 PUMP_STATUS = json.dumps(
     {
@@ -157,3 +157,58 @@ def test_record_ids_are_grounded_by_any_result_or_the_question_however_written()
     assert ungrounded_ids(answer, results, question="Is WO-1 done?") == ["ALM-0002", "PUMP-003"]
     assert ungrounded_ids("PUMP-007", []) == ["PUMP-007"]
     assert ungrounded_ids("No ids here: ISO 10816-3, Station-C, AF-400.", []) == []
+
+
+# --- attribution: a grounded number told of the wrong pump ------------------------------------
+
+FLEET_TEMPERATURES = json.dumps(
+    {
+        "sensor_type": "bearing_temperature",
+        "count": 3,
+        "readings": [
+            {"pump_id": "PUMP-007", "value": 81.0, "alarm_threshold": 85.0},
+            {"pump_id": "PUMP-004", "value": 72.0, "alarm_threshold": 85.0},
+            {"pump_id": "PUMP-006", "value": 64.5, "alarm_threshold": 80.0},
+        ],
+    }
+)
+PUMP_NAMES = json.dumps(
+    {"pumps": [{"pump_id": "PUMP-006", "name": "Transfer 2"}, {"pump_id": "PUMP-007", "name": "Transfer 3"}]}
+)
+
+
+def test_a_value_told_of_another_pump_than_its_own_is_flagged_with_the_owner() -> None:
+    # Seen with the local model: PUMP-007's 81 °C written as "Pump-006"'s.
+    assert misattributed_numbers("Pump-006 has a bearing temperature of 81 °C.", [FLEET_TEMPERATURES]) == [
+        "81 for PUMP-006 (the results give it for PUMP-007)"
+    ]
+    assert misattributed_numbers("Transfer 2 runs at 81 °C.", [FLEET_TEMPERATURES, PUMP_NAMES]) == [
+        "81 for PUMP-006 (the results give it for PUMP-007)"
+    ]
+
+
+def test_each_line_of_a_list_is_judged_for_its_own_pump() -> None:
+    swapped = "- PUMP-007: 72 °C\n- PUMP-004: 81 °C\n- PUMP-006: 64.5 °C"
+    assert misattributed_numbers(swapped, [FLEET_TEMPERATURES]) == [
+        "72 for PUMP-007 (the results give it for PUMP-004)",
+        "81 for PUMP-004 (the results give it for PUMP-007)",
+    ]
+    assert misattributed_numbers("- PUMP-007: 81 °C\n- PUMP-004: 72 °C", [FLEET_TEMPERATURES]) == []
+
+
+def test_shared_fleet_question_and_unknown_values_are_not_attribution_errors() -> None:
+    results = [FLEET_TEMPERATURES]
+    assert misattributed_numbers("PUMP-004 is at 72 °C, under its 85 °C limit.", results) == []  # its own limit too
+    assert misattributed_numbers("PUMP-004 is one of 3 pumps read; 81 is the highest.", results) == []  # 3 is small
+    assert misattributed_numbers("PUMP-004 is under 81 °C.", results, question="Is PUMP-004 under 81?") == []
+    assert misattributed_numbers("PUMP-004 is at 99 °C.", results) == []  # ungrounded_numbers' case, not this one
+    assert misattributed_numbers("PUMP-004 is at 81 °C.", [*results, "Manual: bearings run up to 81 °C."]) == []
+
+
+def test_sentences_naming_several_pumps_or_comparing_are_left_alone() -> None:
+    results = [FLEET_TEMPERATURES]
+    assert misattributed_numbers("PUMP-007 and PUMP-004 are at 72 and 81 °C respectively.", results) == []
+    assert misattributed_numbers("PUMP-004 is at 72 °C, cooler than the next pump at 81 °C.", results) == []
+    assert misattributed_numbers("The hottest bearing runs at 81 °C.", results) == []  # no pump named
+    assert misattributed_numbers("PUMP-008 is at 81 °C.", results) == []  # nothing of PUMP-008 to judge by
+    assert misattributed_numbers("PUMP-004 is at 81 °C.", [json.dumps({"pump_id": "PUMP-007", "value": 81})]) == []

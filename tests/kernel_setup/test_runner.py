@@ -317,6 +317,18 @@ async def test_an_alarm_told_with_another_severity_than_its_result_is_listed(set
     assert result.misstated_severities == ["ALM-0002 is high, not medium"] and result.overlooked_alarms == []
 
 
+async def test_a_value_told_of_another_pump_than_its_result_gives_is_listed(settings: Settings) -> None:
+    fake = ScriptedOllama(
+        [
+            reply(tool_calls=[call("alarms-list_alarms")]),
+            reply("PUMP-004 vibrates at 9.4 mm/s."),
+        ]
+    )
+    result = await run_turn(settings, fake, "Which alarms are active?")
+    assert result.ungrounded == []  # 9.4 is in the results, but PUMP-007's
+    assert result.misattributed_numbers == ["9.4 for PUMP-004 (the results give it for PUMP-007)"]
+
+
 async def test_a_record_id_the_session_never_read_is_ungrounded(settings: Settings) -> None:
     fake = ScriptedOllama(
         [
