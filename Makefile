@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint typecheck bench clean
+.PHONY: setup run local test lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,19 @@ run: $(STAMP)
 	$(BIN)/pumpops db init
 	$(BIN)/pumpops ingest
 	$(BIN)/pumpops chat || $(BIN)/pumpops tools call assets.get_system_summary
+
+# The offline model (issue #7): llama-cpp-python built from source for this CPU, but without AMX, whose tile
+# instructions some hypervisors advertise and then trap (the first prompt batch dies by SIGILL); then the
+# verified GGUF, and `pumpops model status` runs it once. About 6 minutes on 2 cores.
+LLAMA_CFLAGS ?= -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+local: $(STAMP)
+	$(BIN)/python -m pip uninstall --quiet --yes llama-cpp-python
+	CMAKE_ARGS="-DCMAKE_C_FLAGS='$(LLAMA_CFLAGS)' -DCMAKE_CXX_FLAGS='$(LLAMA_CFLAGS)'" \
+		$(BIN)/python -m pip install --quiet --no-cache-dir -e '.[local]'
+	$(BIN)/pumpops model status --no-self-test --json \
+		| $(BIN)/python -c "import json, sys; sys.exit(not json.load(sys.stdin)['installed'])" \
+		|| $(BIN)/pumpops model install --no-self-test
+	$(BIN)/pumpops model status
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

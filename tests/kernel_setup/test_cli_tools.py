@@ -137,3 +137,12 @@ def test_errors_print_square_brackets_verbatim_not_as_console_markup(cli_setting
     result = run_cli(cli_settings, "tools", "call", "assets.get_pump_details", "pump_id=[bold]PUMP-7")
     assert result.returncode != 0
     assert "'[bold]PUMP-7'" in result.stderr and "PUMP-007" in result.stderr
+
+
+def test_model_status_says_how_to_install_an_absent_model_without_running_it(cli_settings: Path) -> None:
+    done = run_cli(cli_settings, "model", "status", "--json")
+    assert done.returncode == 0, done.stderr
+    status = json.loads(done.stdout)
+    assert status["installed"] is False and status["usable"] is False
+    assert status["self_test"] is None  # nothing to run
+    assert "pumpops model install" in status["detail"]

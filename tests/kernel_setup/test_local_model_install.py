@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_setup.chat import llama_engine
 from kernel_setup.model_install import ModelInstallError, ModelSpec, install_model, model_status
 
 PARTS = [b"alpha-" * 100, b"bravo-" * 50, b"charlie"]
@@ -98,3 +99,24 @@ def test_status_reports_absent_mismatched_and_verified_files(tmp_path: Path) -> 
     assert status.installed and status.sha256_verified is True and status.prompt_cache_size is None
     (tmp_path / "m.gguf.prompt-cache.npz").write_bytes(b"x" * 10)
     assert model_status(target, spec=SPEC).prompt_cache_size == 10
+
+
+def test_a_failed_self_test_makes_an_installed_model_unusable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(llama_engine, "llama_available", lambda: True)
+    target = tmp_path / "m.gguf"
+    target.write_bytes(BLOB)
+    runs: list[Path] = []
+
+    def trapped(path: Path) -> str:
+        runs.append(path)
+        return "llama.cpp was killed by SIGILL"
+
+    status = model_status(target, spec=SPEC, self_test=trapped)
+    assert (
+        runs == [target] and not status.usable and status.detail == status.self_test == "llama.cpp was killed by SIGILL"
+    )
+    sound = model_status(target, spec=SPEC, self_test=lambda path: None)
+    assert sound.usable and sound.self_test == "ok" and sound.detail == "ready"
+    assert model_status(target, spec=SPEC).self_test is None  # not asked for
+    target.write_bytes(BLOB[:-1])
+    assert model_status(target, spec=SPEC, self_test=trapped).self_test is None and len(runs) == 1  # nothing to run

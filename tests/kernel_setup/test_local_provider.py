@@ -8,8 +8,9 @@ import ollama
 import pytest
 
 from kernel_setup import Settings, load_settings
+from kernel_setup.chat import llama_check, provider
 from kernel_setup.chat.factory import ModelUnavailableError
-from kernel_setup.chat.llama_engine import llama_available
+from kernel_setup.chat.llama_check import Verdict
 from kernel_setup.chat.local_service import LocalChatCompletion
 from kernel_setup.chat.ollama_service import HardenedOllamaChatCompletion
 from kernel_setup.chat.provider import AutoChatCompletion, chat_backend, local_model_problem, resolve_provider
@@ -36,9 +37,12 @@ def down() -> httpx.MockTransport:
 
 
 @pytest.fixture
-def model_file(tmp_path: Path) -> Path:
+def model_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A model file the local provider counts as usable: llama-cpp-python there and its self-test passed."""
     path = tmp_path / "model.gguf"
     path.write_bytes(b"GGUF")
+    monkeypatch.setattr(provider, "llama_available", lambda: True)
+    monkeypatch.setattr(llama_check, "self_test", lambda path, threads: Verdict(None))
     return path
 
 
@@ -47,13 +51,11 @@ async def test_auto_uses_ollama_when_it_is_up_with_the_model(tmp_path: Path) -> 
     assert await resolve_provider(settings, client(ScriptedOllama([]).transport())) == ChatProvider.OLLAMA
 
 
-@pytest.mark.skipif(not llama_available(), reason="auto falls back to local only when llama-cpp-python is installed")
 async def test_auto_falls_back_to_local_when_ollama_is_down(tmp_path: Path, model_file: Path) -> None:
     settings = settings_for(tmp_path, "auto", model_file)
     assert await resolve_provider(settings, client(down())) == ChatProvider.LOCAL
 
 
-@pytest.mark.skipif(not llama_available(), reason="needs llama-cpp-python to count as usable")
 async def test_auto_falls_back_to_local_when_ollama_lacks_the_model(tmp_path: Path, model_file: Path) -> None:
     settings = settings_for(tmp_path, "auto", model_file)
     fake = ScriptedOllama([], models=["llama3:8b"])
