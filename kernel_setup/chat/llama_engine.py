@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from semantic_kernel.exceptions import ServiceResponseException
 
 from kernel_setup.agent.shaping import FENCE_WORD
+from kernel_setup.chat.lookup_decoding import greedy_decode
 from kernel_setup.chat.prompt_cache import PromptCache, covered, worth_saving
 
 __all__ = ["TOOL_START_PIECES", "CompletionEngine", "LlamaEngine", "ToolStartScorer", "llama_available", "load_engine"]
@@ -86,6 +87,7 @@ class LlamaEngine:
         self._cache: PromptCache | None = None
         self._restored: list[int] = []
         self._persisted = False
+        self.lookup_drafts = True  # greedy text without a grammar: prompt-lookup drafts (`lookup_decoding`)
 
     def _model(self) -> Any:
         if self._llama is None:
@@ -216,8 +218,10 @@ class LlamaEngine:
             llama = self._model()
             tokens = self._fitting_tokens(llama, prompt, reserve=max_tokens)
             options = {"temperature": temperature, "seed": seed, "stop": list(stop)}
-            if not grammar or not grammar_tokens or grammar_tokens >= max_tokens:
-                yield from self._stream(llama, prompt, max_tokens, self._grammar(grammar) if grammar else None, options)
+            if not grammar:
+                yield from self._free(llama, prompt, tokens, max_tokens, options)
+            elif not grammar_tokens or grammar_tokens >= max_tokens:
+                yield from self._stream(llama, prompt, max_tokens, self._grammar(grammar), options)
             else:
                 # The constrained opening, then (unless it already ended) the rest without the grammar,
                 # continuing from the cached prompt plus the opening.
@@ -227,8 +231,20 @@ class LlamaEngine:
                 )
                 if finish == "length":
                     rest = prompt + "".join(opening)
-                    yield from self._stream(llama, rest, max_tokens - grammar_tokens, None, options)
+                    rest_tokens = llama.tokenize(rest.encode("utf-8"), add_bos=False, special=True)
+                    yield from self._free(llama, rest, rest_tokens, max_tokens - grammar_tokens, options)
             self._persist_once(llama, prompt, tokens)
+
+    def _free(
+        self, llama: Any, prompt: str, tokens: list[int], max_tokens: int, options: Mapping[str, Any]
+    ) -> Generator[str, None, str | None]:
+        """Text without a grammar: greedy with prompt-lookup drafts at temperature 0, else llama.cpp's sampler."""
+        if not self.lookup_drafts or options["temperature"] > 0:
+            return (yield from self._stream(llama, prompt, max_tokens, None, options))
+        try:
+            return (yield from greedy_decode(_LlamaDrafts(llama), tokens, max_tokens=max_tokens, stop=options["stop"]))
+        finally:
+            llama._requires_eval = True  # the last logits may be a rejected draft's: never sample from them
 
     @staticmethod
     def _stream(
@@ -253,6 +269,52 @@ class LlamaEngine:
         finally:
             stream.close()
         return finish
+
+
+class _LlamaDrafts:
+    """`lookup_decoding.DraftModel` over ``llama_cpp.Llama``'s context: batches with a greedy choice per token."""
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+        self._vocab = llama._model.vocab
+
+    def prefill(self, tokens: Sequence[int]) -> int:
+        llama = self._llama
+        llama.n_tokens = min(covered(llama._input_ids.tolist(), tokens), len(tokens) - 1)  # read at least one
+        llama.eval(tokens[llama.n_tokens :])
+        return self._choices(1)[0]
+
+    def verify(self, tokens: Sequence[int]) -> list[int]:
+        llama = self._llama
+        start = llama.n_tokens
+        llama._ctx.kv_cache_seq_rm(-1, start, -1)
+        llama._batch.set_batch(batch=list(tokens), n_past=start, logits_all=True)
+        llama._ctx.decode(llama._batch)
+        llama.input_ids[start : start + len(tokens)] = tokens
+        llama.n_tokens = start + len(tokens)
+        return self._choices(len(tokens))
+
+    def rollback(self, keep: int) -> None:
+        self._llama.n_tokens = keep
+        self._llama._ctx.kv_cache_seq_rm(-1, keep, -1)
+
+    def context_length(self) -> int:
+        return int(self._llama.n_tokens)
+
+    def is_end(self, token: int) -> bool:
+        import llama_cpp
+
+        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+
+    def piece(self, token: int) -> bytes:
+        return bytes(self._llama.detokenize([token], special=False))
+
+    def _choices(self, rows: int) -> list[int]:
+        import numpy as np
+
+        llama = self._llama
+        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(rows, llama.n_vocab()))
+        return [int(t) for t in logits.argmax(axis=1)]
 
 
 @functools.lru_cache(maxsize=1)
