@@ -4,6 +4,10 @@ Each turn draws a random marker; a result is wrapped between an opening and a cl
 carry it. Data cannot forge or close the fence: it cannot know the marker (and if a model copies the
 marker into data, it is removed there), and any occurrence of the fence words inside data, in any
 case, spacing or look-alike characters, is neutralised before wrapping.
+
+The other way, a fence line is prompt scaffolding and never part of an answer: a small model asked for a poem
+opened it with the system text's fence line, marker and all. `FenceScrubber` drops such lines from the text
+as it streams.
 """
 
 from __future__ import annotations
@@ -49,6 +53,56 @@ def _neutralise(text: str) -> str:
         parts += [text[at:start], "[fence removed]"]
         at = end
     return "".join([*parts, text[at:]])
+
+
+_FENCE_LINE = re.compile(rf"<</?{FENCE_WORD} [^<>\n]{{0,40}}>>(\n?)")
+_OPENINGS = (f"<<{FENCE_WORD} ", f"<</{FENCE_WORD} ")
+
+
+class FenceScrubber:
+    """Streamed answer text without fence lines (``<<UNTRUSTED-DATA …>>`` and their closing ones).
+
+    What may still become a fence line is held back until it does (then it and its line break are dropped) or
+    cannot (then it is shown).
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._after_fence = False  # a fence line ended the text so far: a line break that follows goes with it
+
+    def feed(self, text: str) -> str:
+        """Add ``text``; return what can be shown now."""
+        held = self._held + text
+        if self._after_fence and held:
+            held = held.removeprefix("\n")
+            self._after_fence = False
+        fence_last = False
+
+        def drop(match: re.Match[str]) -> str:
+            nonlocal fence_last
+            fence_last = match.end() == len(held) and not match.group(1)
+            return ""
+
+        held = _FENCE_LINE.sub(drop, held)
+        self._after_fence = fence_last
+        start = next((i for i, char in enumerate(held) if char == "<" and _may_open(held[i:])), len(held))
+        self._held = held[start:]
+        return held[:start]
+
+    def flush(self) -> str:
+        """What was held back, at the end of the answer (it never became a fence line)."""
+        held, self._held = self._held, ""
+        return held
+
+
+def _may_open(text: str) -> bool:
+    """Whether ``text`` is the beginning of a fence line (or all of one but its closing ``>>``)."""
+    for opening in _OPENINGS:
+        if opening.startswith(text):
+            return True
+        if text.startswith(opening):
+            return re.fullmatch(r"[^<>\n]{0,40}>?", text[len(opening) :]) is not None
+    return False
 
 
 def new_marker() -> str:

@@ -72,7 +72,7 @@ from semantic_kernel.exceptions import ServiceResponseException
 from semantic_kernel.kernel import Kernel
 
 from governance import APPROVAL_ID
-from kernel_setup.agent.shaping import fence, remark, unfence
+from kernel_setup.agent.shaping import FenceScrubber, fence, remark, unfence
 from kernel_setup.chat.claim_check import data_claim, opening_complete
 from kernel_setup.chat.compact import compact_json
 from kernel_setup.chat.grammar import (
@@ -316,7 +316,8 @@ class LocalChatCompletion(ChatCompletionClientBase):
                 return
 
         def answering() -> AsyncGenerator[str, None]:
-            return self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1)
+            pieces = self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1)
+            return _without_fences(pieces)
 
         answer = answering()
         held: list[str] = []
@@ -619,3 +620,16 @@ def _arguments(raw: Any) -> Mapping[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+async def _without_fences(pieces: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
+    """An answer's pieces without fence lines (`FenceScrubber`): the model copies them from its prompt."""
+    scrubber = FenceScrubber()
+    try:
+        async for piece in pieces:
+            if shown := scrubber.feed(piece):
+                yield shown
+        if tail := scrubber.flush():
+            yield tail
+    finally:
+        await pieces.aclose()

@@ -131,6 +131,16 @@ async def test_small_talk_is_answered_without_a_tool(tmp_path: Path) -> None:
     assert len(engine.requests) == 2
 
 
+async def test_a_fence_line_copied_from_the_prompt_never_reaches_the_operator(tmp_path: Path) -> None:
+    # Seen at temperature 0: "Can you write me a poem about the sea?" opened the poem with the system text's
+    # fence line, marker and all.
+    poem = ["Here is a poem:\n\n<<UNTRU", "STED-DATA ukgyehjflg>>", "\nThe sea is vast,\n", "<</UNTRUSTED-DATA x>>"]
+    engine = ScriptedEngine(["no_tool", poem])
+    result, events = await run(tmp_path, engine, "Can you write me a poem about the sea?")
+    assert result.answer == "Here is a poem:\n\nThe sea is vast,\n"
+    assert "UNTRUSTED" not in "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
 async def test_several_calls_in_one_turn_are_all_returned_in_order(tmp_path: Path) -> None:
     engine = ScriptedEngine(
         [

@@ -10,7 +10,7 @@ from semantic_kernel.contents.function_result_content import FunctionResultConte
 
 from kernel_setup import load_settings, open_app
 from kernel_setup.agent.sessions import trim_history
-from kernel_setup.agent.shaping import fence, new_marker, truncate
+from kernel_setup.agent.shaping import FenceScrubber, fence, new_marker, truncate
 from tests.fakes.ollama import ScriptedOllama, call, reply
 
 
@@ -67,3 +67,20 @@ async def test_a_prompt_truncated_by_the_server_is_reported_as_degraded(tmp_path
     async with open_app(settings, chat_transport=fake.transport()) as app:
         result = await app.runner().run("All alarms?")
     assert result.degraded and "truncated by the model server" in (result.reason or "")
+
+
+def scrubbed(pieces: list[str]) -> str:
+    scrubber = FenceScrubber()
+    return "".join(scrubber.feed(piece) for piece in pieces) + scrubber.flush()
+
+
+def test_fence_lines_are_dropped_from_streamed_text_whatever_the_pieces() -> None:
+    text = "Poem:\n<<UNTRUSTED-DATA abcdefghij>>\nThe sea.\n<</UNTRUSTED-DATA abcdefghij>>\nEnd."
+    for size in (1, 2, 3, 7, len(text)):
+        assert scrubbed([text[i : i + size] for i in range(0, len(text), size)]) == "Poem:\nThe sea.\nEnd."
+
+
+def test_text_that_only_looks_like_the_start_of_a_fence_is_shown_unchanged() -> None:
+    for text in ("a << b <<c> x", "pressure <5 bar", "<<UNTRUSTED-DATA never closed", "<<UNTRUSTED-DATA a\nb>>"):
+        assert scrubbed([text]) == text
+        assert scrubbed(list(text)) == text
