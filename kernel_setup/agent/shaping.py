@@ -18,6 +18,8 @@ import unicodedata
 from functools import lru_cache
 
 FENCE_WORD = "UNTRUSTED-DATA"
+FLEET_SUMMARY_TOOL = "assets-get_system_summary"
+"""The read the system text sends whole-fleet questions to (and the local model's status questions go to)."""
 _INVISIBLE = "\x00"  # what an invisible (format) character folds to while searching
 
 
@@ -149,7 +151,7 @@ def system_prompt(marker: str) -> str:
     return (
         "You are PumpOps, an operations assistant for pump-station operators. Answer from tool results only: "
         "every number you state must come from a tool result in this conversation. Call tools to get data: "
-        "for the whole fleet call assets-get_system_summary; for one named pump call assets-get_pump_details. "
+        f"for the whole fleet call {FLEET_SUMMARY_TOOL}; for one named pump call assets-get_pump_details. "
         "Use docs tools for procedures, "
         "standards and troubleshooting, and the registry tools for current state. If a tool returns an error, "
         "follow its instruction or say what is missing. Be brief and cite pump ids, alarm ids and manual sections.\n"

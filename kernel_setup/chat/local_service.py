@@ -136,6 +136,9 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     status_questions: bool = True
     """A terse question after the plant's state (`asks_for_reassurance`: "Anything wrong?") the model would answer
     without a tool calls a read instead (when `read_tools` says which tools read)."""
+    status_tool: str | None = None
+    """The read such a status question calls, e.g. the fleet summary; None, or not an advertised read: the model
+    picks one among the reads under a grammar."""
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
     read_tools: list[str] | None = Field(default=None, exclude=True)
     """The advertised tools declared reads (`traits_of`), set from the request's kernel; the claim check calls
@@ -292,7 +295,9 @@ class LocalChatCompletion(ChatCompletionClientBase):
                         calls = await self._calls_of(prompt, choice, tools, said, greedy, usage)
                 elif route.reads_only:
                     usage.completion += 1
-                    calls = await self._read_calls(prompt, tools, said, settings, greedy, usage)
+                    calls = await self._read_calls(
+                        prompt, tools, said, settings, greedy, usage, preferred=settings.status_tool
+                    )
                 elif route.call:
                     usage.completion += 1
                     # The call's fixed opening goes in the prompt (read in one batch). First the whole call
@@ -416,13 +421,18 @@ class LocalChatCompletion(ChatCompletionClientBase):
         settings: LocalChatPromptExecutionSettings,
         greedy: LocalChatPromptExecutionSettings,
         usage: _Usage,
+        *,
+        preferred: str | None = None,
     ) -> list[ParsedCall]:
         """A call among the reads (`read_tools`; all tools when unknown), its name and arguments under grammars.
 
         What a question or a claim about the plant's state asks for is data, never a change (a write would be parked).
+        ``preferred``, when it is one of those reads, is called without decoding a name (its arguments still are).
         """
         readable = [t for t in tools if settings.read_tools is None or t["function"]["name"] in settings.read_tools]
         names = [str(t["function"]["name"]) for t in readable]
+        if preferred in names:
+            return await self._calls_of(prompt, str(preferred), readable, said, greedy, usage)
         return await self._named_calls(prompt, names, readable, said, greedy, usage) if readable else []
 
     async def _calls_of(

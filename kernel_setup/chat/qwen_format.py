@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kernel_setup.chat.grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, Mentions, validate_arguments
+from kernel_setup.reassurance import asks_for_reassurance
 
 __all__ = [
     "STOP_STRINGS",
@@ -52,6 +53,9 @@ ANSWER_STYLE = (
 # seconds per sentence on two cores).
 RESULTS_NOTE = "Answer from these results in one short sentence with the key values and pump ids."
 # Our own words, outside the fenced data: the result itself says so too, but as data the model must not obey.
+# After a terse question about the plant's state ("Are we OK?", `asks_for_reassurance`): read with the fleet
+# summary, the model echoed the question ("Yes, we are OK.") over a critical and a high alarm in 2 of 5 answers.
+STATUS_NOTE = "Start with the active alarms by severity and their pumps; never say all is well while any is active."
 PARKED_NOTE = "An action above was parked for a supervisor's approval and has not run: say so, with its approval id."
 # When every result of a round was parked, the sentence itself, with the gate's own ids. Asked only to "say so", the
 # model left the id out, invented one ("PAIR-6789") or promised a run ("It will be executed at the next scheduled
@@ -123,8 +127,8 @@ def when_to_use(tool: Mapping[str, Any], limit: int = 200) -> str:
     return sentence[:limit]
 
 
-def _results_note(results: Sequence[PromptMessage]) -> str:
-    """Our note after a round's results: the sentence to give when all were parked, else how to answer."""
+def _results_note(results: Sequence[PromptMessage], asked: str) -> str:
+    """Our note after a round's results: the sentence to give when all were parked, else how to answer ``asked``."""
     ids = [result.approval_id for result in results if result.parked and result.approval_id]
     if ids and len(ids) == len(results):
         unique = list(dict.fromkeys(ids))  # the same action asked twice is parked once
@@ -132,6 +136,8 @@ def _results_note(results: Sequence[PromptMessage]) -> str:
         return PARKED_SENTENCE.format(ids=listed)
     if any(result.parked for result in results):
         return f"{RESULTS_NOTE} {PARKED_NOTE}"
+    if asks_for_reassurance(asked):
+        return f"{RESULTS_NOTE} {STATUS_NOTE}"
     return RESULTS_NOTE
 
 
@@ -156,6 +162,7 @@ def render_prompt(
     if system or tools:
         parts.append(f"{IM_START}system\n{_system_text(system, tools)}{IM_END}\n")
     i = 0
+    asked = ""  # the operator's latest message, which the results after it answer
     while i < len(rest):
         message = rest[i]
         if message.role == "tool":
@@ -164,13 +171,14 @@ def render_prompt(
                 results.append(rest[i])
                 i += 1
             blocks = "\n".join(f"<tool_response>\n{result.content}\n</tool_response>" for result in results)
-            parts.append(f"{IM_START}user\n{blocks}\n{_results_note(results)}{IM_END}\n")
+            parts.append(f"{IM_START}user\n{blocks}\n{_results_note(results, asked)}{IM_END}\n")
             continue
         if message.role == "assistant":
             pieces = [message.content] if message.content else []
             pieces += [_call_block(name, args) for name, args in message.tool_calls]
             parts.append(f"{IM_START}assistant\n" + "\n".join(pieces) + f"{IM_END}\n")
         else:
+            asked = message.content if message.role == "user" else asked
             parts.append(f"{IM_START}{message.role}\n{message.content}{IM_END}\n")
         i += 1
     if add_generation_prompt:

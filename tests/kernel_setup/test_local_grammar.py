@@ -20,6 +20,7 @@ from kernel_setup.chat.qwen_format import (
     PARKED_NOTE,
     PARKED_SENTENCE,
     RESULTS_NOTE,
+    STATUS_NOTE,
     PromptMessage,
     parse_tool_calls,
     render_prompt,
@@ -184,6 +185,26 @@ def test_the_prompt_lists_tools_before_the_per_turn_system_text_and_merges_tool_
     assert RESULTS_NOTE.startswith("Answer from these results") and "pump ids" in RESULTS_NOTE
     assert prompt.endswith("<|im_start|>assistant\n")
     assert PARKED_NOTE not in prompt
+
+
+def test_results_after_a_terse_status_question_ask_for_the_alarms_first_and_no_all_clear() -> None:
+    summary = PromptMessage("tool", '{"active_alarms_total": 5}')
+    status = render_prompt([PromptMessage("user", "Are we OK?"), summary], [])
+    assert f"</tool_response>\n{RESULTS_NOTE} {STATUS_NOTE}<|im_end|>" in status
+    assert "never say all is well" in STATUS_NOTE
+    # Only for the results answering such a question: a later, ordinary question gets the plain note.
+    later = render_prompt(
+        [
+            PromptMessage("user", "Are we OK?"),
+            summary,
+            PromptMessage("assistant", "5 alarms."),
+            PromptMessage("user", "How is PUMP-007?"),
+            PromptMessage("tool", "{}"),
+        ],
+        [],
+    )
+    assert later.count(STATUS_NOTE) == 1 and later.rstrip().endswith(f"{RESULTS_NOTE}<|im_end|>\n<|im_start|>assistant")
+    assert STATUS_NOTE not in render_prompt([PromptMessage("user", "How is PUMP-007?"), summary], [])
 
 
 def test_a_parked_result_beside_a_read_adds_our_own_note_that_the_action_awaits_approval() -> None:

@@ -22,6 +22,7 @@ from kernel_setup.chat.local_service import (
     Route,
     parked_approval_id,
 )
+from kernel_setup.chat.provider import local_execution_settings
 from kernel_setup.chat.qwen_format import PARKED_NOTE, PARKED_SENTENCE
 
 
@@ -586,6 +587,25 @@ async def test_a_terse_question_after_the_plants_state_calls_a_read_without_answ
     assert name["prompt"].endswith('<tool_call>\n{"name": "') and name["temperature"] == 0.0
     assert '"work_orders-list_work_orders"' in name["grammar"] and "create_work_order" not in name["grammar"]
     assert "<tool_response>" in answer["prompt"]
+
+
+async def test_a_status_question_calls_the_configured_status_tool_without_decoding_a_name(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        ["{}}\n</tool_call>", ["PUMP-007 has a critical alarm."]],  # its arguments, then the answer
+        scores=[-3.2],
+    )
+    result, _ = await run(tmp_path, engine, "Anything wrong?", status_tool="assets-get_system_summary")
+    assert [(c.name, c.status) for c in result.tool_calls] == [("assets-get_system_summary", "ok")]
+    arguments, _answer = engine.requests
+    assert arguments["prompt"].endswith('{"name": "assets-get_system_summary", "arguments": ')
+    # A status tool that is not an advertised read is ignored: the model picks a read as before.
+    fallback = ScoringEngine(['alarms-list_alarms"', "{}}\n</tool_call>", ["Two alarms."]], scores=[-3.2])
+    result, _ = await run(tmp_path, fallback, "Anything wrong?", status_tool="work_orders-create_work_order")
+    assert [c.name for c in result.tool_calls] == ["alarms-list_alarms"]
+
+
+def test_the_local_provider_sends_status_questions_to_the_fleet_summary(tmp_path: Path) -> None:
+    assert local_execution_settings(make_settings(tmp_path)).status_tool == "assets-get_system_summary"
 
 
 async def test_small_talk_and_status_questions_with_the_setting_off_are_left_to_the_model(tmp_path: Path) -> None:
