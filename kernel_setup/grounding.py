@@ -240,10 +240,13 @@ def record_key(match: re.Match[str]) -> tuple[str, str]:
 
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n+")
 _ELSEWHERE = re.compile(
-    r"\b(?:than|next|other|others|another|second|rest|compared|versus|vs|whereas|while|followed|respectively|each)\b",
+    r"\b(?:than|next|other|others|another|second|rest|compared|versus|vs|whereas|while|followed|respectively|each"
+    r"|unlike|not|fleet|all|any|overall|average|range|ranges|ranging|between|highest|lowest|maximum|minimum|max|min"
+    r"|most|least|worst|best|hottest|coolest|top)\b",
     re.IGNORECASE,
 )
-"""Words that bring in something besides the one pump a sentence names: its numbers may be that thing's."""
+"""Words that bring in something besides the one pump a sentence names (another pump, the fleet, a ranking, a
+negation): its numbers may be that thing's ("PUMP-004 is at 72 °C, below the fleet maximum of 81 °C")."""
 
 
 def misattributed_numbers(answer: str, tool_results: Sequence[str], question: str = "") -> list[str]:
@@ -312,10 +315,13 @@ def _add_scoped_support(
                     names.setdefault(name.strip().lower(), pump)
             support = scopes.setdefault(pump, set())
             for key, value in item.items():
-                _add_text_support(str(key), support)
+                _add_text_support(str(key), support, scopes[None])
                 stack.append((value, pump))
         elif isinstance(item, list):
             stack.extend((value, pump) for value in item)
+        elif isinstance(item, str):
+            # A date's parts (a day, an hour) belong to no pump: every pump's readings carry timestamps.
+            _add_text_support(item, scopes.setdefault(pump, set()), scopes[None])
         else:
             _add_json_support(item, scopes.setdefault(pump, set()))
 
@@ -360,11 +366,14 @@ def _mentions(masked: str) -> Iterator[_Mention]:
         )
 
 
-def _add_text_support(text: str, support: set[Decimal]) -> None:
-    """Add the magnitudes of every number in a plain text, and the parts of its dates, to ``support``."""
+def _add_text_support(text: str, support: set[Decimal], lent_parts: set[Decimal] | None = None) -> None:
+    """Add the magnitudes of every number in a plain text to ``support``.
+
+    The parts of its dates go to ``lent_parts`` (by default ``support`` too).
+    """
     if not text:
         return
-    masked = _mask(text, support)
+    masked = _mask(text, support if lent_parts is None else lent_parts)
     support.update(mention.value for mention in _mentions(masked))
     # Also every bare digit run, so ambiguous grouping ("[1,200]" in compact text) supports both readings.
     support.update(Decimal(run) for run in _DIGIT_RUN.findall(masked))

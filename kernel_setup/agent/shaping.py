@@ -57,7 +57,7 @@ def _neutralise(text: str) -> str:
     return "".join([*parts, text[at:]])
 
 
-_FENCE_LINE = re.compile(rf"<</?{FENCE_WORD} [^<>\n]{{0,40}}>>(\n?)")
+_FENCE_LINE = re.compile(rf"<</?{FENCE_WORD} [^<>\n]{{0,40}}>>(\n*)")
 _OPENINGS = (f"<<{FENCE_WORD} ", f"<</{FENCE_WORD} ")
 
 
@@ -74,9 +74,13 @@ class FenceScrubber:
 
     def feed(self, text: str) -> str:
         """Add ``text``; return what can be shown now."""
+        if not text:
+            return ""
         held = self._held + text
-        if self._after_fence and held:
-            held = held.removeprefix("\n")
+        if self._after_fence:
+            held = held.lstrip("\n")
+            if not held:
+                return ""  # still nothing after the fence line
             self._after_fence = False
         fence_last = False
 

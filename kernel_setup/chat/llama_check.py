@@ -12,8 +12,10 @@ local provider costs the child's few seconds only the first time.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
 import json
+import platform
 import signal
 import subprocess
 import sys
@@ -25,11 +27,14 @@ __all__ = ["REBUILD_HINT", "SELF_TEST_TOKENS", "Verdict", "self_test", "self_tes
 
 SELF_TEST_TOKENS = 48
 _CHILD = f"""
-import sys, llama_cpp
+import os, sys, llama_cpp
 llama = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=256, n_batch=64, n_threads=int(sys.argv[2]), verbose=False)
 llama.eval(llama.tokenize(b"Pump PUMP-007 at Station-C reports 9.4 mm/s. " * 8, add_bos=False)[:{SELF_TEST_TOKENS}])
-print("ok")
+print("ok", flush=True)
+os._exit(0)  # the verdict is given; nothing at teardown can change it
 """
+# Signals that say something about the moment (the machine's memory, an operator), not about the build.
+_MOMENTARY_SIGNALS = {signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 REBUILD_HINT = (
     "an instruction this CPU or VM does not allow (often AMX tiles under a hypervisor that advertises them): "
     "reinstall llama-cpp-python without them with `make local`"
@@ -61,7 +66,7 @@ def self_test(path: Path, *, threads: int, timeout: float = 180.0, python: str =
         return Verdict(f"llama.cpp did not read a batch of {SELF_TEST_TOKENS} tokens within {timeout:g} s", False)
     except OSError as exc:
         return Verdict(f"could not start {python!r} for the llama.cpp self-test: {exc.strerror or exc}", False)
-    if done.returncode == 0 and done.stdout.strip().endswith("ok"):
+    if done.stdout.strip().endswith("ok"):
         return Verdict(None)
     last = (done.stderr.strip().splitlines() or ["no output"])[-1]
     if done.returncode == -signal.SIGILL:
@@ -72,7 +77,8 @@ def self_test(path: Path, *, threads: int, timeout: float = 180.0, python: str =
         except ValueError:
             name = f"signal {-done.returncode}"
         return Verdict(
-            f"llama.cpp was killed by {name} reading a batch of {SELF_TEST_TOKENS} tokens; it last wrote: {last}"
+            f"llama.cpp was killed by {name} reading a batch of {SELF_TEST_TOKENS} tokens; it last wrote: {last}",
+            lasting=-done.returncode not in _MOMENTARY_SIGNALS,
         )
     return Verdict(f"llama.cpp failed to read a batch of {SELF_TEST_TOKENS} tokens (exit {done.returncode}): {last}")
 
@@ -101,8 +107,8 @@ def self_test_verdict(
 
 
 def _fingerprint(path: Path) -> list[object]:
-    """The model file and the llama.cpp libraries as they are now: any rebuild or reinstall changes it."""
-    parts: list[object] = []
+    """The machine, the model file and the llama.cpp libraries: another CPU, a rebuild or a reinstall changes it."""
+    parts: list[object] = [_cpu()]
     with contextlib.suppress(OSError):
         stat = path.stat()
         parts.append([path.name, stat.st_size, stat.st_mtime_ns])
@@ -114,3 +120,14 @@ def _fingerprint(path: Path) -> list[object]:
                 stat = library.stat()
                 parts.append([library.name, stat.st_size, stat.st_mtime_ns])
     return parts
+
+
+def _cpu() -> str:
+    """What the CPU offers, as the kernel reports it (a folder copied to another VM must be tested again)."""
+    flags = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("flags"):
+                flags = line.partition(":")[2].strip()
+                break
+    return hashlib.sha256(f"{platform.machine()} {platform.processor()} {flags}".encode()).hexdigest()[:16]

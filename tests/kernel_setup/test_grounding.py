@@ -212,3 +212,26 @@ def test_sentences_naming_several_pumps_or_comparing_are_left_alone() -> None:
     assert misattributed_numbers("The hottest bearing runs at 81 °C.", results) == []  # no pump named
     assert misattributed_numbers("PUMP-008 is at 81 °C.", results) == []  # nothing of PUMP-008 to judge by
     assert misattributed_numbers("PUMP-004 is at 81 °C.", [json.dumps({"pump_id": "PUMP-007", "value": 81})]) == []
+
+
+def test_fleet_rankings_negations_and_timestamps_are_not_attribution_errors() -> None:
+    # From the review: correct answers that the first version flagged.
+    readings = json.dumps(
+        {
+            "readings": [
+                {"pump_id": "PUMP-007", "value": 81.0, "recorded_at": "2026-12-05T10:16:00Z"},
+                {"pump_id": "PUMP-004", "value": 72.0, "recorded_at": "2026-12-05T10:03:00Z"},
+                {"pump_id": "PUMP-006", "value": 64.5},
+            ]
+        }
+    )
+    for answer in (
+        "PUMP-004 is at 72 °C, below the fleet maximum of 81 °C.",
+        "Readings range from 64.5 to 81 °C, with PUMP-004 at 72 °C.",
+        "The hottest bearing, 81 °C, is not on PUMP-004.",
+        "PUMP-004 has been offline for 16 days.",  # 16: a minute of PUMP-007's timestamp, a part of no pump
+    ):
+        assert misattributed_numbers(answer, [readings]) == [], answer
+    assert misattributed_numbers("PUMP-004 reads 81 °C.", [readings]) == [
+        "81 for PUMP-004 (the results give it for PUMP-007)"
+    ]

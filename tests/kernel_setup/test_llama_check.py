@@ -30,8 +30,20 @@ def test_the_self_test_tells_a_build_this_machine_traps_from_other_failures(tmp_
     assert failed == Verdict("llama.cpp failed to read a batch of 48 tokens (exit 3): invalid magic")
     slow = self_test(model, threads=2, timeout=0.3, python=interpreter(tmp_path, "sleep 5"))
     assert slow == Verdict("llama.cpp did not read a batch of 48 tokens within 0.3 s", lasting=False)
+    killed = self_test(model, threads=2, python=interpreter(tmp_path, "kill -KILL $$"))  # e.g. out of memory
+    assert not killed.lasting and "killed by SIGKILL" in (killed.failure or "")
+    done_then_crashed = self_test(model, threads=2, python=interpreter(tmp_path, "echo ok; kill -SEGV $$"))
+    assert done_then_crashed == Verdict(None)  # the batch was read; teardown does not matter
     missing = self_test(model, threads=2, python=str(tmp_path / "nowhere" / "python"))
     assert not missing.lasting and (missing.failure or "").startswith("could not start")
+
+
+def test_another_cpu_is_another_fingerprint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"gguf")
+    here = llama_check._fingerprint(model)
+    monkeypatch.setattr(llama_check.platform, "processor", lambda: "another CPU")
+    assert llama_check._fingerprint(model) != here
 
 
 def test_a_verdict_is_remembered_for_its_model_file_and_build_until_either_changes(tmp_path: Path) -> None:
@@ -53,7 +65,7 @@ def test_a_verdict_is_remembered_for_its_model_file_and_build_until_either_chang
     assert self_test_verdict(model, threads=2, run=trapped).failure is not None and len(runs) == 2
 
 
-def test_a_passing_moment_is_not_remembered_and_a_corrupt_record_is_run_again(tmp_path: Path) -> None:
+def test_a_failure_of_the_moment_is_not_remembered_and_a_corrupt_record_is_run_again(tmp_path: Path) -> None:
     model = tmp_path / "m.gguf"
     model.write_bytes(b"gguf")
     slow = Verdict("llama.cpp did not read a batch of 48 tokens within 180 s", lasting=False)

@@ -84,3 +84,8 @@ def test_text_that_only_looks_like_the_start_of_a_fence_is_shown_unchanged() -> 
     for text in ("a << b <<c> x", "pressure <5 bar", "<<UNTRUSTED-DATA never closed", "<<UNTRUSTED-DATA a\nb>>"):
         assert scrubbed([text]) == text
         assert scrubbed(list(text)) == text
+
+
+def test_empty_pieces_and_blank_lines_after_a_fence_line_leave_no_gap() -> None:
+    assert scrubbed(["Poem:", "<<UNTRUSTED-DATA abc>>", "", "\n\n", "The sea."]) == "Poem:The sea."
+    assert scrubbed(["<<UNTRUSTED-DATA abc>>\n\nThe sea."]) == "The sea."
