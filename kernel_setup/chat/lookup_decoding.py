@@ -120,6 +120,12 @@ def greedy_decode(
             if tail:
                 yield tail
             return "stop"
+        if written + 1 >= max_tokens:  # the last token: nothing after it is needed, so it is not read
+            shown = scanner.feed(decoder.decode(model.piece(choice)))
+            tail = "" if scanner.stopped else scanner.feed(decoder.decode(b"", final=True)) + scanner.flush()
+            if shown + tail:
+                yield shown + tail
+            return "stop" if scanner.stopped else "length"
         draft = draft_tokens([*context, choice], length=min(DRAFT_LENGTH, max_tokens - written - 1))
         choices = model.verify([choice, *draft])
         kept = 0

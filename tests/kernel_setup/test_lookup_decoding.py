@@ -97,6 +97,8 @@ def test_max_tokens_is_exact_even_inside_an_accepted_draft(limit: int) -> None:
             finish = done.value
             break
     assert text == "".join(f"<{t}>" for t in answer[:limit]) and finish == "length"
+    if limit == 1:
+        assert model.batches == []
 
 
 def test_a_stop_string_split_across_tokens_ends_the_text_before_it() -> None:
