@@ -192,10 +192,8 @@ class LlamaEngine:
                         ids.append(token)
                 self._tool_start_ids = np.array(ids)
             tokens = self._fitting_tokens(llama, prompt, reserve=1)  # the next token's position too
-            cached = covered(llama._input_ids.tolist(), tokens)
-            llama.n_tokens = min(cached, len(tokens) - 1)  # keep the shared prefix, evaluate the rest
-            llama.eval(tokens[llama.n_tokens :])
-            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+            _read(llama, tokens)
+            logits = _logits(llama, 1)[0].astype(np.float64)
             self._persist_once(llama, prompt, tokens)
             top = logits.max()
             total = np.log(np.exp(logits - top).sum())
@@ -231,16 +229,20 @@ class LlamaEngine:
                 )
                 if finish == "length":
                     rest = prompt + "".join(opening)
-                    rest_tokens = llama.tokenize(rest.encode("utf-8"), add_bos=False, special=True)
-                    yield from self._free(llama, rest, rest_tokens, max_tokens - grammar_tokens, options)
+                    yield from self._free(llama, rest, None, max_tokens - grammar_tokens, options)
             self._persist_once(llama, prompt, tokens)
 
     def _free(
-        self, llama: Any, prompt: str, tokens: list[int], max_tokens: int, options: Mapping[str, Any]
+        self, llama: Any, prompt: str, tokens: list[int] | None, max_tokens: int, options: Mapping[str, Any]
     ) -> Generator[str, None, str | None]:
-        """Text without a grammar: greedy with prompt-lookup drafts at temperature 0, else llama.cpp's sampler."""
+        """Text without a grammar: greedy with prompt-lookup drafts at temperature 0, else llama.cpp's sampler.
+
+        ``tokens``: the prompt's, when already known (the drafts need them; the sampler tokenizes by itself).
+        """
         if not self.lookup_drafts or options["temperature"] > 0:
             return (yield from self._stream(llama, prompt, max_tokens, None, options))
+        if tokens is None:
+            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
         try:
             return (yield from greedy_decode(_LlamaDrafts(llama), tokens, max_tokens=max_tokens, stop=options["stop"]))
         finally:
@@ -279,9 +281,7 @@ class _LlamaDrafts:
         self._vocab = llama._model.vocab
 
     def prefill(self, tokens: Sequence[int]) -> int:
-        llama = self._llama
-        llama.n_tokens = min(covered(llama._input_ids.tolist(), tokens), len(tokens) - 1)  # read at least one
-        llama.eval(tokens[llama.n_tokens :])
+        _read(self._llama, tokens)
         return self._choices(1)[0]
 
     def verify(self, tokens: Sequence[int]) -> list[int]:
@@ -310,11 +310,20 @@ class _LlamaDrafts:
         return bytes(self._llama.detokenize([token], special=False))
 
     def _choices(self, rows: int) -> list[int]:
-        import numpy as np
+        return [int(t) for t in _logits(self._llama, rows).argmax(axis=1)]
 
-        llama = self._llama
-        logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(rows, llama.n_vocab()))
-        return [int(t) for t in logits.argmax(axis=1)]
+
+def _read(llama: Any, tokens: Sequence[int]) -> None:
+    """Make ``tokens`` the context: keep the cached prefix they share, evaluate the rest (at least the last one)."""
+    llama.n_tokens = min(covered(llama._input_ids.tolist(), tokens), len(tokens) - 1)
+    llama.eval(tokens[llama.n_tokens :])
+
+
+def _logits(llama: Any, rows: int) -> Any:
+    """The logits of the last evaluation's ``rows`` outputs, as a (rows, vocabulary) array over llama.cpp's buffer."""
+    import numpy as np
+
+    return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(rows, llama.n_vocab()))
 
 
 @functools.lru_cache(maxsize=1)

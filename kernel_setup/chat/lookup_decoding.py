@@ -110,45 +110,39 @@ def greedy_decode(
     context = list(prompt)
     scanner = StopScanner(stop)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def finish(reason: str) -> Generator[str, None, str]:
+        """What is still held (an incomplete character, a possible stop's beginning), then ``reason``."""
+        if tail := scanner.feed(decoder.decode(b"", final=True)) + scanner.flush():
+            yield tail
+        return reason
+
     if max_tokens <= 0:
         return "length"
     choice = model.prefill(context)
     written = 0
-    while True:
-        if model.is_end(choice):
-            tail = scanner.feed(decoder.decode(b"", final=True)) + scanner.flush()
-            if tail:
-                yield tail
-            return "stop"
+    while not model.is_end(choice):
         if written + 1 >= max_tokens:  # the last token: nothing after it is needed, so it is not read
-            shown = scanner.feed(decoder.decode(model.piece(choice)))
-            tail = "" if scanner.stopped else scanner.feed(decoder.decode(b"", final=True)) + scanner.flush()
-            if shown + tail:
-                yield shown + tail
-            return "stop" if scanner.stopped else "length"
-        draft = draft_tokens([*context, choice], length=min(DRAFT_LENGTH, max_tokens - written - 1))
-        choices = model.verify([choice, *draft])
-        kept = 0
-        while kept < len(draft) and choices[kept] == draft[kept]:
-            kept += 1
-        if kept < len(draft):
-            model.rollback(model.context_length() - (len(draft) - kept))
-        for token in [choice, *draft[:kept]]:
+            tokens, choices, kept = [choice], [], 0
+        else:
+            draft = draft_tokens([*context, choice], length=min(DRAFT_LENGTH, max_tokens - written - 1))
+            choices = model.verify([choice, *draft])
+            kept = 0
+            while kept < len(draft) and choices[kept] == draft[kept]:
+                kept += 1
+            if kept < len(draft):
+                model.rollback(model.context_length() - (len(draft) - kept))
+            tokens = [choice, *draft[:kept]]
+        for token in tokens:
             if model.is_end(token):  # a kept draft token that ends the turn
-                tail = scanner.feed(decoder.decode(b"", final=True)) + scanner.flush()
-                if tail:
-                    yield tail
-                return "stop"
+                return (yield from finish("stop"))
             context.append(token)
             written += 1
-            shown = scanner.feed(decoder.decode(model.piece(token)))
-            if shown:
+            if shown := scanner.feed(decoder.decode(model.piece(token))):
                 yield shown
             if scanner.stopped:
                 return "stop"
             if written >= max_tokens:
-                tail = scanner.feed(decoder.decode(b"", final=True)) + scanner.flush()
-                if tail:
-                    yield tail
-                return "length"
+                return (yield from finish("length"))
         choice = choices[kept]
+    return (yield from finish("stop"))
