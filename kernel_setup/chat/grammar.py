@@ -36,9 +36,11 @@ __all__ = [
     "GrammarError",
     "Mentions",
     "answer_grammar",
+    "call_hints",
     "call_prefix",
     "decision_grammar",
     "enum_words",
+    "identifiers",
     "route_grammar",
     "tool_calls_grammar",
     "tool_name_grammar",
@@ -51,6 +53,7 @@ ROUTE_NO_TOOL = "no_tool"
 
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
+_IDENTIFIER = re.compile(r"(?<![\w-])[A-Za-z]+-[A-Za-z0-9]+(?![\w-])")
 NAME_OPENING = TOOL_CALL_OPEN + '\n{"name": "'  # a call as the model writes it, up to the tool name
 
 _PRIMITIVES = {
@@ -329,6 +332,58 @@ def tool_name_grammar(tool_names: Sequence[str]) -> str:
 def call_prefix(name: str) -> str:
     """The text that opens a call of ``name``; the routed call phase's prompt ends with it."""
     return f'{TOOL_CALL_OPEN}\n{{"name": {json.dumps(name)}, "arguments": '
+
+
+def call_hints(
+    tools: Sequence[Mapping[str, Any]], said: Mentions | None = None, words: Sequence[str] = ()
+) -> list[str]:
+    """Calls of ``tools`` as Qwen2.5 writes them, for drafting a call written without a grammar (`lookup_decoding`).
+
+    Per tool: the call without arguments; with each property alone, as each value it may take (an enum's, the
+    ones ``said`` mentions for an optional one; ``true``/``false``; for a free string each of ``words``, the
+    operator's identifiers) or else up to its opening quote; and with all its properties in schema order, cut
+    where a free value begins, so the key after a value is known too. Not a grammar: only where these agree is a
+    draft taken, and the model's own choice decides every token.
+    """
+    hints: list[str] = []
+    close = "}}\n" + TOOL_CALL_CLOSE
+    for tool in tools:
+        function = tool.get("function", tool)
+        parameters = function.get("parameters") or {}
+        properties: Mapping[str, Any] = parameters.get("properties") or {}
+        required = set(parameters.get("required") or [])
+        head = call_prefix(str(function.get("name"))) + "{"
+        hints.append(head + close)
+        segment = head
+        for position, (name, schema) in enumerate(properties.items()):
+            key = json.dumps(name) + ": "
+            fixed = [json.dumps(v, ensure_ascii=False) for v in _hinted_values(schema, said, name in required)]
+            text = schema.get("type") == "string" and "enum" not in schema
+            free = [json.dumps(word, ensure_ascii=False) for word in words] if text else []
+            opening = '"' if schema.get("type") == "string" else ""
+            hints += [head + key + value + close for value in fixed + free] or [head + key + opening]
+            separator = ", " if position else ""
+            if fixed:
+                segment += separator + key + fixed[0]
+            else:  # a free value: this segment ends where it begins, the next one begins where it ends
+                hints.append(segment + separator + key + opening)
+                segment = opening
+        if len(properties) > 1:
+            hints.append(segment + close)
+    return hints
+
+
+def identifiers(text: str) -> list[str]:
+    """The hyphenated identifiers in ``text`` as written (``PUMP-007``, ``Station-C``, ``ALM-0001``), once each."""
+    return list(dict.fromkeys(_IDENTIFIER.findall(text)))
+
+
+def _hinted_values(schema: Mapping[str, Any], said: Mentions | None, required: bool) -> list[Any]:
+    enum = schema.get("enum")
+    if enum:
+        allowed = said.enum_values(schema) if said is not None and not required else None
+        return list(enum if allowed is None else allowed)
+    return [True, False] if schema.get("type") == "boolean" else []
 
 
 def answer_grammar() -> str:

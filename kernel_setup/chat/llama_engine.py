@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from semantic_kernel.exceptions import ServiceResponseException
 
 from kernel_setup.agent.shaping import FENCE_WORD
-from kernel_setup.chat.lookup_decoding import greedy_decode
+from kernel_setup.chat.lookup_decoding import Hints, greedy_decode
 from kernel_setup.chat.prompt_cache import PromptCache, covered, worth_saving
 
 __all__ = ["TOOL_START_PIECES", "CompletionEngine", "LlamaEngine", "ToolStartScorer", "llama_available", "load_engine"]
@@ -46,11 +46,13 @@ class CompletionEngine(Protocol):
         seed: int | None,
         stop: Sequence[str],
         grammar_tokens: int | None = None,
+        hints: Sequence[str] = (),
     ) -> Iterator[str]:
         """Yield the generated text piece by piece (blocking).
 
         With ``grammar_tokens``, ``grammar`` constrains only that many opening tokens and the rest is
-        generated freely (grammar sampling costs about a third of the generation speed).
+        generated freely (grammar sampling costs about a third of the generation speed). ``hints``: texts
+        of the form being written, for drafting greedy text (`lookup_decoding.Hints`); they never change it.
         """
         ...
 
@@ -210,6 +212,7 @@ class LlamaEngine:
         seed: int | None,
         stop: Sequence[str],
         grammar_tokens: int | None = None,
+        hints: Sequence[str] = (),
     ) -> Iterator[str]:
         """Stream a completion; holds the model lock until the generator is exhausted or closed."""
         with self._lock:
@@ -217,7 +220,7 @@ class LlamaEngine:
             tokens = self._fitting_tokens(llama, prompt, reserve=max_tokens)
             options = {"temperature": temperature, "seed": seed, "stop": list(stop)}
             if not grammar:
-                yield from self._free(llama, prompt, tokens, max_tokens, options)
+                yield from self._free(llama, prompt, tokens, max_tokens, options, hints)
             elif not grammar_tokens or grammar_tokens >= max_tokens:
                 yield from self._stream(llama, prompt, max_tokens, self._grammar(grammar), options)
             else:
@@ -233,7 +236,13 @@ class LlamaEngine:
             self._persist_once(llama, prompt, tokens)
 
     def _free(
-        self, llama: Any, prompt: str, tokens: list[int] | None, max_tokens: int, options: Mapping[str, Any]
+        self,
+        llama: Any,
+        prompt: str,
+        tokens: list[int] | None,
+        max_tokens: int,
+        options: Mapping[str, Any],
+        hints: Sequence[str] = (),
     ) -> Generator[str, None, str | None]:
         """Text without a grammar: greedy with prompt-lookup drafts at temperature 0, else llama.cpp's sampler.
 
@@ -243,8 +252,10 @@ class LlamaEngine:
             return (yield from self._stream(llama, prompt, max_tokens, None, options))
         if tokens is None:
             tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        known = Hints([llama.tokenize(hint.encode("utf-8"), add_bos=False, special=True) for hint in hints])
         try:
-            return (yield from greedy_decode(_LlamaDrafts(llama), tokens, max_tokens=max_tokens, stop=options["stop"]))
+            drafts = _LlamaDrafts(llama)
+            return (yield from greedy_decode(drafts, tokens, max_tokens=max_tokens, stop=options["stop"], hints=known))
         finally:
             llama._requires_eval = True  # the last logits may be a rejected draft's: never sample from them
 

@@ -80,8 +80,10 @@ from kernel_setup.chat.grammar import (
     TOOL_CALL_CLOSE,
     Mentions,
     answer_grammar,
+    call_hints,
     call_prefix,
     enum_words,
+    identifiers,
     route_grammar,
     tool_calls_grammar,
     tool_name_grammar,
@@ -302,7 +304,14 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     usage.completion += 1
                     # The call's fixed opening goes in the prompt (read in one batch). First the whole call
                     # without a grammar, kept if the grammar would have allowed it (`strict_tool_calls`).
-                    free = await self._text(prompt + NAME_OPENING, None, settings.max_call_tokens, greedy, usage)
+                    free = await self._text(
+                        prompt + NAME_OPENING,
+                        None,
+                        settings.max_call_tokens,
+                        greedy,
+                        usage,
+                        call_hints(tools, said, identifiers(_last_user_text(chat_history))),
+                    )
                     written = NAME_OPENING + free.rstrip()
                     if not written.endswith(TOOL_CALL_CLOSE):
                         # Its own closing tag is a special token, which reads back as no text.
@@ -487,8 +496,10 @@ class LocalChatCompletion(ChatCompletionClientBase):
         max_tokens: int,
         settings: LocalChatPromptExecutionSettings,
         usage: _Usage,
+        hints: Sequence[str] = (),
     ) -> str:
-        return "".join([piece async for piece in self._generate(prompt, grammar, max_tokens, settings, usage)])
+        pieces = self._generate(prompt, grammar, max_tokens, settings, usage, hints=hints)
+        return "".join([piece async for piece in pieces])
 
     async def _generate(
         self,
@@ -499,6 +510,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
         usage: _Usage,
         *,
         grammar_tokens: int | None = None,
+        hints: Sequence[str] = (),
     ) -> AsyncGenerator[str, None]:
         """Run one blocking completion in a worker thread, yielding its pieces as they arrive."""
         loop = asyncio.get_running_loop()
@@ -519,6 +531,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     seed=settings.seed,
                     stop=STOP_STRINGS,
                     grammar_tokens=grammar_tokens,
+                    hints=hints,
                 )
                 try:
                     for piece in stream:

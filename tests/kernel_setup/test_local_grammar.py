@@ -10,8 +10,10 @@ from kernel_setup.chat.grammar import (
     GrammarError,
     Mentions,
     answer_grammar,
+    call_hints,
     call_prefix,
     enum_words,
+    identifiers,
     route_grammar,
     tool_calls_grammar,
     validate_arguments,
@@ -116,6 +118,29 @@ def test_unsupported_schemas_are_refused_not_loosened() -> None:
         tool_calls_grammar([nested])
     with pytest.raises(GrammarError):
         tool_calls_grammar([])
+
+
+def test_call_hints_spell_each_call_as_written_with_mentioned_enum_values_and_every_key() -> None:
+    asked = "any critical alarms on PUMP-007?"
+    hints = call_hints(TOOLS, said=Mentions.of(asked, nouns=enum_words(TOOLS)), words=identifiers(asked))
+    close = "}}\n</tool_call>"
+    assert call_prefix("assets-get_system_summary") + "{" + close in hints  # a call without arguments
+    assert call_prefix("alarms-list_alarms") + '{"severity": "critical"' + close in hints
+    assert not any('"severity": "low"' in hint for hint in hints)  # an optional enum: only what was mentioned
+    assert call_prefix("alarms-list_alarms") + '{"active_only": false' + close in hints
+    assert call_prefix("alarms-list_alarms") + '{"min": ' in hints  # a free value: up to where it starts
+    # A required enum keeps all its values; all keys in schema order tell which key follows a value.
+    trend = call_prefix("sensors-get_sensor_trend") + "{"
+    assert {trend + f'"sensor_type": "{v}"' + close for v in ("vibration", "flow")} <= set(hints)
+    # A free string may be one of the operator's identifiers; the keys in order are cut where free values begin.
+    assert trend + '"pump_id": "PUMP-007"' + close in hints
+    assert trend + '"pump_id": "' in hints and '", "sensor_type": "vibration", "days": ' in hints
+    assert close in hints  # what follows the free days, the last key
+
+
+def test_identifiers_are_the_hyphenated_words_as_written() -> None:
+    text = "Is PUMP-007 at Station-C worse than PUMP-007's twin, or ALM-0001 (drive-end)? x-y-z"
+    assert identifiers(text) == ["PUMP-007", "Station-C", "ALM-0001", "drive-end"]
 
 
 def test_route_and_answer_grammars() -> None:

@@ -48,6 +48,7 @@ class ScriptedEngine:
         seed: int | None,
         stop: Sequence[str],
         grammar_tokens: int | None = None,
+        hints: Sequence[str] = (),
     ) -> Iterator[str]:
         self.threads.add(threading.get_ident())
         self.requests.append(
@@ -58,6 +59,7 @@ class ScriptedEngine:
                 "seed": seed,
                 "grammar_tokens": grammar_tokens,
                 "stop": list(stop),
+                "hints": list(hints),
             }
         )
         step = self.steps.pop(0)
@@ -227,6 +229,9 @@ async def test_native_routing_above_the_threshold_writes_the_call_greedily_in_th
     # No routing prompt: the call is read on from the conversation itself, after its fixed opening.
     assert call["prompt"] == conversation + '<tool_call>\n{"name": "'
     assert call["grammar"] is None and call["temperature"] == 0.0
+    # Drafts for the call come from the advertised calls' own spelling; the answer has none.
+    opening = '<tool_call>\n{"name": "assets-get_pump_details", "arguments": {"pump_id": "'
+    assert opening in call["hints"] and answer["hints"] == []
     assert answer["temperature"] == 0.7 and answer["seed"] == 5
     assert "<tool_response>" in answer["prompt"]
     assert len(engine.scored) == 1  # after the tool results the model answers; no second routing decision

@@ -4,7 +4,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from kernel_setup.chat.lookup_decoding import StopScanner, draft_tokens, greedy_decode
+from kernel_setup.chat.lookup_decoding import Hints, StopScanner, draft_tokens, greedy_decode
 
 END = 0
 
@@ -119,6 +119,31 @@ def test_drafts_follow_the_latest_earlier_match_of_the_last_three_or_four_tokens
     assert draft_tokens([1, 2, 3, 4, 5, 1, 2, 3], length=1) == [4]
     assert draft_tokens([1, 2, 8, 1, 2]) == []  # two tokens alone are too weak a match
     assert draft_tokens([1, 2, 3], length=0) == [] and draft_tokens([]) == []
+
+
+def test_hints_draft_only_what_every_matching_continuation_agrees_on() -> None:
+    hints = Hints([[1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 8, 5, 6], [9, 3, 4, 5, 6, 7, 10]])
+    assert hints.draft([0, 1, 2, 3]) == []  # 4 or 8 next: no agreement, no draft
+    assert hints.draft([2, 3, 4]) == [5, 6, 7]  # "2 3 4" continues one way, up to DRAFT_LENGTH
+    assert hints.draft([2, 3, 4], length=2) == [5, 6]
+    assert hints.draft([9, 3, 4]) == [5, 6, 7]
+    assert hints.draft([0, 5, 6]) == [7]  # "5 6" ends one hint (which says nothing) and goes on to 7 in others
+    assert hints.draft([0, 0, 8]) == [5, 6]  # one token is a tail too
+    assert hints.draft([42, 43]) == [] and not Hints() and hints
+
+
+def test_hinted_drafts_are_read_first_and_the_text_stays_plain_greedys() -> None:
+    prompt = [40, 41, 99]
+    answer = [1, 2, 3, 4, 5, 6, 7, 11]  # nothing of it is in the prompt: only the hints know it
+    unhinted = Scripted(copying(answer), PIECES)
+    assert "".join(greedy_decode(unhinted, prompt, max_tokens=50, stop=[])) == "".join(f"<{t}>" for t in answer)
+    hinted = Scripted(copying(answer), PIECES)
+    # A hint that is wrong after "5 6" (12, not 7) costs a rejected draft and changes no token.
+    known = Hints([[1, 2, 3, 4, 5, 6, 12]])
+    text = "".join(greedy_decode(hinted, prompt, max_tokens=50, stop=[], hints=known))
+    assert text == "".join(f"<{t}>" for t in answer)
+    assert len(hinted.batches) < len(unhinted.batches) == len(answer)
+    assert hinted.context == prompt + answer
 
 
 def test_the_stop_scanner_holds_back_only_what_may_begin_a_stop() -> None:
