@@ -436,11 +436,15 @@ class LocalChatCompletion(ChatCompletionClientBase):
         """A call among the reads (`read_tools`; all tools when unknown), its name and arguments under grammars.
 
         What a question or a claim about the plant's state asks for is data, never a change (a write would be parked).
-        ``preferred``, when it is one of those reads, is called without decoding a name (its arguments still are).
+        ``preferred``, when it is one of those reads, is called without decoding a name, and without decoding its
+        arguments when it takes none (the fleet summary: its eight constrained tokens took about 1.2 s).
         """
         readable = [t for t in tools if settings.read_tools is None or t["function"]["name"] in settings.read_tools]
         names = [str(t["function"]["name"]) for t in readable]
         if preferred in names:
+            tool = readable[names.index(preferred)]["function"]
+            if not (tool.get("parameters") or {}).get("properties"):
+                return [ParsedCall(name=str(preferred), arguments={})]
             return await self._calls_of(prompt, str(preferred), readable, said, greedy, usage)
         return await self._named_calls(prompt, names, readable, said, greedy, usage) if readable else []
 

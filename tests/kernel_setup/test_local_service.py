@@ -595,14 +595,17 @@ async def test_a_terse_question_after_the_plants_state_calls_a_read_without_answ
 
 
 async def test_a_status_question_calls_the_configured_status_tool_without_decoding_a_name(tmp_path: Path) -> None:
-    engine = ScoringEngine(
-        ["{}}\n</tool_call>", ["PUMP-007 has a critical alarm."]],  # its arguments, then the answer
-        scores=[-3.2],
-    )
+    engine = ScoringEngine([["PUMP-007 has a critical alarm."]], scores=[-3.2])
     result, _ = await run(tmp_path, engine, "Anything wrong?", status_tool="assets-get_system_summary")
-    assert [(c.name, c.status) for c in result.tool_calls] == [("assets-get_system_summary", "ok")]
-    arguments, _answer = engine.requests
-    assert arguments["prompt"].endswith('{"name": "assets-get_system_summary", "arguments": ')
+    assert [(c.name, c.arguments, c.status) for c in result.tool_calls] == [("assets-get_system_summary", {}, "ok")]
+    (answer,) = engine.requests  # the summary takes no arguments: nothing is decoded before the answer
+    assert '{"name": "assets-get_system_summary", "arguments": {}}' in answer["prompt"]
+    # A status tool with arguments has them decoded under its grammar.
+    with_arguments = ScoringEngine(["{}}\n</tool_call>", ["PUMP-006 is offline."]], scores=[-3.2])
+    result, _ = await run(tmp_path, with_arguments, "Anything wrong?", status_tool="assets-list_pumps")
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("assets-list_pumps", {})]
+    arguments, _answer = with_arguments.requests
+    assert arguments["prompt"].endswith('{"name": "assets-list_pumps", "arguments": ') and arguments["grammar"]
     # A status tool that is not an advertised read is ignored: the model picks a read as before.
     fallback = ScoringEngine(['alarms-list_alarms"', "{}}\n</tool_call>", ["Two alarms."]], scores=[-3.2])
     result, _ = await run(tmp_path, fallback, "Anything wrong?", status_tool="work_orders-create_work_order")
