@@ -53,8 +53,9 @@ ROUTE_NO_TOOL = "no_tool"
 
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
-_IDENTIFIER = re.compile(r"(?<![\w-])[A-Za-z]+-[A-Za-z0-9]+(?![\w-])")
 NAME_OPENING = TOOL_CALL_OPEN + '\n{"name": "'  # a call as the model writes it, up to the tool name
+# A hyphenated identifier as the operator writes it (`identifiers`): PUMP-007, Station-C, ALM-0001.
+_IDENTIFIER = re.compile(r"(?<![\w-])[A-Za-z]+-[A-Za-z0-9]+(?![\w-])")
 
 _PRIMITIVES = {
     "string": "string",
