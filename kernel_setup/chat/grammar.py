@@ -223,7 +223,7 @@ def _object_rules(
     kv: list[str] = []
     for name in properties:
         value = _value_rule(properties[name], f"{where}.{name}")  # validates even a property left out below
-        allowed = said.enum_values(properties[name]) if said is not None and name not in required else None
+        allowed = _enum_offered(properties[name], said, name in required)
         if allowed is not None:
             if not allowed:
                 continue  # an optional argument nothing in the conversation mentions is not written
@@ -380,11 +380,22 @@ def identifiers(text: str) -> list[str]:
 
 
 def _hinted_values(schema: Mapping[str, Any], said: Mentions | None, required: bool) -> list[Any]:
-    enum = schema.get("enum")
-    if enum:
-        allowed = said.enum_values(schema) if said is not None and not required else None
-        return list(enum if allowed is None else allowed)
+    offered = _enum_offered(schema, said, required)
+    if offered is not None:
+        return offered
     return [True, False] if schema.get("type") == "boolean" else []
+
+
+def _enum_offered(schema: Mapping[str, Any], said: Mentions | None, required: bool) -> list[Any] | None:
+    """The values an enum property may be written with; None when ``schema`` is not an enum.
+
+    All of them when the property is required or nothing is known of the conversation, else only the ones ``said``
+    mentions (maybe none). The call grammar and the call hints both follow this.
+    """
+    if said is None or required:
+        enum = schema.get("enum")
+        return None if enum is None else list(enum)
+    return said.enum_values(schema)
 
 
 def answer_grammar() -> str:
