@@ -270,8 +270,8 @@ def model_status(
 ) -> ModelStatus:
     """Whether the model at ``target`` is installed (size checked; the hash only when ``verify``).
 
-    With ``self_test`` (`kernel_setup.chat.llama_engine.self_test`), an installed model is also run once, in
-    a child process; a failure makes it unusable, with the failure as the detail.
+    With ``self_test`` (the CLI passes `kernel_setup.chat.llama_check.self_test_verdict`'s failure), an installed
+    model is also run once, in a child process; a failure makes it unusable, with the failure as the detail.
     """
     from kernel_setup.chat.llama_engine import llama_available
     from kernel_setup.chat.prompt_cache import PromptCache

@@ -164,7 +164,8 @@ def greedy_decode(
             tokens, choices, kept = [choice], [], 0
         else:
             length = min(DRAFT_LENGTH, max_tokens - written - 1)
-            draft = (hints.draft([*context[-3:], choice], length=length) if hints else []) or draft_tokens(
+            tail = [*context[1 - _HINT_NGRAM[0] :], choice]  # the longest tail the hints are indexed by
+            draft = (hints.draft(tail, length=length) if hints else []) or draft_tokens(
                 [*context, choice], length=length
             )
             choices = model.verify([choice, *draft])
