@@ -1,4 +1,4 @@
-# Every target sets up what it needs; `make chat` and `make test` work on a fresh clone.
+# Every target sets up what it needs; `make run` and `make test` work on a fresh clone.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -14,12 +14,32 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# The main job: the operator chat. Without a reachable model it says how to start one, then shows
-# the fleet summary straight from the tool, so a fresh machine still answers something useful.
+# The main job: the operator chat. `pumpops chat` exits 3 when no chat model can answer (no Ollama with the
+# model, no usable offline model). On a terminal `make run` then asks whether to install the offline model
+# (`make local`: llama.cpp built for this CPU and a 1.1 GB download checked against its SHA-256) and chats
+# with it; INSTALL_MODEL=yes installs without asking, INSTALL_MODEL=no never asks. Declined, failed, or
+# without a terminal, it shows the fleet summary straight from the tool: a fresh machine still answers.
+INSTALL_MODEL ?= ask
 run: $(STAMP)
 	$(BIN)/pumpops db init
 	$(BIN)/pumpops ingest
-	$(BIN)/pumpops chat || $(BIN)/pumpops tools call assets.get_system_summary
+	@$(BIN)/pumpops chat; code=$$?; [ $$code -eq 3 ] || exit $$code; \
+	answer=$(INSTALL_MODEL); \
+	if [ "$$answer" = ask ]; then \
+		answer=no; \
+		if [ -t 0 ]; then \
+			printf '\nInstall the offline chat model now? It builds llama.cpp for this CPU (about 6 minutes on 2 cores)\n'; \
+			printf 'and downloads 1.1 GB, checked against its SHA-256. [y/N] '; \
+			read -r answer || answer=no; \
+		fi; \
+	fi; \
+	case "$$answer" in \
+		[yY]*) $(MAKE) --no-print-directory local && exec $(BIN)/pumpops chat; \
+			echo "The offline model could not be installed (see above)." ;; \
+		*) echo "To chat, install the offline model (make run INSTALL_MODEL=yes, or make local) or point Ollama.Host at a server (README)." ;; \
+	esac; \
+	echo "The fleet summary, straight from the tool:"; \
+	exec $(BIN)/pumpops tools call assets.get_system_summary
 
 # The offline model (issue #7): llama-cpp-python built from source for this CPU, but without AMX, whose tile
 # instructions some hypervisors advertise and then trap (the first prompt batch dies by SIGILL); then the

@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from kernel_setup.app import open_app
 from kernel_setup.cli.chat_session import ChatSession
-from kernel_setup.cli.common import EXIT_USAGE, CliState, state
+from kernel_setup.cli.common import CliState, error_code, state
 from kernel_setup.settings import Settings
 from storage.errors import PumpOpsError
 
@@ -96,7 +96,7 @@ def run_chat(
     principal: str,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> int:
-    """Run a whole chat and return the exit code (0, or 2 when it could not start).
+    """Run a whole chat and return the exit code: 0; 3 when no chat model can answer; 2 when it could not start.
 
     ``transport`` replaces the HTTP transport to Ollama (tests pass a scripted fake).
     """
@@ -110,7 +110,7 @@ def run_chat(
             if isinstance(exc, KeyboardInterrupt):
                 return EXIT_INTERRUPTED
             cli.err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
-            return EXIT_USAGE
+            return error_code(exc)
         try:
             _prompt_loop(runner, chat, reader)
         finally:

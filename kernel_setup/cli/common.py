@@ -12,12 +12,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from kernel_setup.chat.factory import ModelUnavailableError
 from kernel_setup.settings import Settings, load_settings
 from storage.errors import PumpOpsError
 
 T = TypeVar("T")
 
 EXIT_USAGE = 2
+EXIT_NO_MODEL = 3
+"""No chat model can answer (no Ollama reachable with the model, no usable offline model): `make run` offers the
+offline model's install on this code, and only on it."""
 
 
 @dataclass
@@ -53,12 +57,17 @@ def fail(cli: CliState, message: str, code: int = EXIT_USAGE) -> NoReturn:
     raise typer.Exit(code)
 
 
+def error_code(exc: PumpOpsError) -> int:
+    """The exit code for a PumpOps error: `EXIT_NO_MODEL` when no chat model can answer, else `EXIT_USAGE`."""
+    return EXIT_NO_MODEL if isinstance(exc, ModelUnavailableError) else EXIT_USAGE
+
+
 def run(cli: CliState, coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run async work; PumpOps errors become a clean message and a non-zero exit."""
+    """Run async work; PumpOps errors become a clean message and a non-zero exit (`error_code`)."""
     try:
         return asyncio.run(coroutine)
     except PumpOpsError as exc:
-        fail(cli, str(exc))
+        fail(cli, str(exc), error_code(exc))
 
 
 def print_json(cli: CliState, data: Any) -> None:

@@ -17,11 +17,13 @@ from typer.testing import CliRunner
 
 from kernel_setup import load_settings
 from kernel_setup.agent.events import TurnResult
-from kernel_setup.cli.ask_cmd import print_footer
+from kernel_setup.chat.factory import ModelUnavailableError
+from kernel_setup.cli.ask_cmd import ask, print_footer
 from kernel_setup.cli.chat_cmd import StreamReader, chat_command, run_chat
 from kernel_setup.cli.chat_render import TurnRenderer
-from kernel_setup.cli.common import CliState
+from kernel_setup.cli.common import EXIT_NO_MODEL, EXIT_USAGE, CliState, error_code
 from kernel_setup.cli.main import root
+from storage.errors import PumpOpsError
 from tests.fakes.ollama import ScriptedOllama, call, reply
 
 
@@ -166,7 +168,7 @@ def test_slash_commands_show_history_reset_help_and_refuse_unknown_ones(tmp_path
 def test_an_unavailable_model_says_what_to_do_and_exits_non_zero(tmp_path: Path) -> None:
     fake = ScriptedOllama([], models=["llama3:8b"])
     code, output = chat(write_settings(tmp_path, Chat={"Provider": "ollama"}), fake, ["hello"])
-    assert code == 2
+    assert code == EXIT_NO_MODEL == 3  # `make run` offers the offline model on this code only
     assert "error: Ollama at http://127.0.0.1:11434 has no model 'qwen2.5:7b-instruct'" in output
     assert "ollama pull qwen2.5:7b-instruct" in output and "Traceback" not in output
     assert fake.requests == []
@@ -177,9 +179,22 @@ def test_the_chat_command_reports_an_unreachable_ollama_without_a_traceback(tmp_
     app = typer.Typer(callback=root)
     app.command("chat")(chat_command)
     result = CliRunner().invoke(app, ["--settings", str(settings), "chat", "--as", "alice"], input="hi\n/quit\n")
-    assert result.exit_code == 2
+    assert result.exit_code == EXIT_NO_MODEL
     assert "Cannot reach Ollama at http://127.0.0.1:9" in result.output and "ollama serve" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_ask_without_a_chat_model_exits_with_the_no_model_code_and_other_errors_with_the_usage_code(
+    tmp_path: Path,
+) -> None:
+    settings = write_settings(tmp_path, Ollama={"Host": "http://127.0.0.1:9"}, Chat={"Provider": "ollama"})
+    app = typer.Typer(callback=root)
+    app.command("ask")(ask)
+    result = CliRunner().invoke(app, ["--settings", str(settings), "ask", "Which pumps are offline?"])
+    assert result.exit_code == EXIT_NO_MODEL
+    assert "Cannot reach Ollama at http://127.0.0.1:9" in result.output and "Traceback" not in result.output
+    assert error_code(ModelUnavailableError("no model")) == EXIT_NO_MODEL
+    assert error_code(PumpOpsError("bad input")) == EXIT_USAGE != EXIT_NO_MODEL
 
 
 @pytest.mark.skipif(
