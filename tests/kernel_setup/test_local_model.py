@@ -3,7 +3,9 @@
 import importlib.util
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,3 +71,46 @@ def test_a_new_process_reuses_the_saved_prompt_prefix_and_scores_the_same(tmp_pa
     saved_text = second._model().detokenize(second._restored).decode()
     assert saved_text.endswith("Results arrive between") and "0badc0ffee" not in saved_text  # no marker on disk
     assert abs(second.tool_start_logprob(question) - expected) < 1e-3
+
+
+def test_drafted_greedy_text_is_the_models_own_and_the_drafts_are_really_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_LlamaDrafts` against llama.cpp itself: the same text as one token at a time, in fewer batches.
+
+    The hint spells the row with other values, so its drafts are rejected where they differ and rolled back;
+    what follows must not see them.
+    """
+    from kernel_setup.chat import llama_engine
+    from kernel_setup.chat.qwen_format import STOP_STRINGS
+
+    model = tmp_path / MODEL.name
+    model.symlink_to(MODEL)  # the prompt cache goes beside this link
+    row = "PUMP-007 | Transfer 3 | Station-C | vibration 9.4 mm/s | bearing 81 °C"
+    decoy = "PUMP-008 | Transfer 8 | Station-B | vibration 2.4 mm/s | bearing 61 °C"
+    prompt = f"<|im_start|>user\nCopy this row exactly, then stop:\n{row}<|im_end|>\n<|im_start|>assistant\n"
+    options: dict[str, Any] = {"grammar": None, "max_tokens": 40, "temperature": 0.0, "seed": None}
+    options["stop"] = STOP_STRINGS
+    engine = llama_engine.LlamaEngine(model, threads=2, context_size=1024)
+    engine.lookup_drafts = False
+    one_at_a_time = "".join(engine.complete(prompt, **options))
+    batches: list[int] = []
+    rollbacks: list[int] = []
+    verify, rollback = llama_engine._LlamaDrafts.verify, llama_engine._LlamaDrafts.rollback
+
+    def counted_verify(self: Any, tokens: Sequence[int]) -> list[int]:
+        batches.append(len(tokens))
+        return verify(self, tokens)
+
+    def counted_rollback(self: Any, keep: int) -> None:
+        rollbacks.append(keep)
+        rollback(self, keep)
+
+    monkeypatch.setattr(llama_engine._LlamaDrafts, "verify", counted_verify)
+    monkeypatch.setattr(llama_engine._LlamaDrafts, "rollback", counted_rollback)
+    engine.lookup_drafts = True
+    drafted = "".join(engine.complete(prompt, **options, hints=[decoy]))
+    assert row in one_at_a_time
+    assert drafted == one_at_a_time
+    assert max(batches) > 1 and len(batches) < engine.count_tokens(drafted)  # drafts were read and kept
+    assert rollbacks  # and some were rejected
