@@ -34,8 +34,10 @@ run: $(STAMP)
 		fi; \
 	fi; \
 	case "$$answer" in \
-		[yY]*) $(MAKE) --no-print-directory local && exec $(BIN)/pumpops chat; \
-			echo "The offline model could not be installed (see above)." ;; \
+		[yY]*) if $(MAKE) --no-print-directory local; then \
+				$(BIN)/pumpops chat; code=$$?; [ $$code -eq 3 ] || exit $$code; \
+				echo "The offline model is installed but cannot answer here (see above)."; \
+			else echo "The offline model could not be installed (see above)."; fi ;; \
 		*) echo "To chat, install the offline model (make run INSTALL_MODEL=yes, or make local) or point Ollama.Host at a server (README)." ;; \
 	esac; \
 	echo "The fleet summary, straight from the tool:"; \
