@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kernel_setup import load_settings, open_app  # noqa: E402
+from kernel_setup.chat.llama_engine import measure_rates  # noqa: E402
 from kernel_setup.chat.provider import local_model_problem  # noqa: E402
 from kernel_setup.settings import Settings  # noqa: E402
 
@@ -42,27 +43,6 @@ QUESTIONS = [
     "Is the bearing temperature of PUMP-007 getting worse?",
     "Are there any open work orders?",
 ]
-BASELINE_TEXT = "Pump PUMP-007 at Station-C reports vibration 9.4 mm/s, flow 1650 m³/h and 81 °C. " * 30
-
-
-def rates(model: Path, threads: int) -> tuple[float, float]:
-    """Raw prompt-reading and generation rates (tokens/s) of llama.cpp for ``model``."""
-    import llama_cpp
-
-    llama = llama_cpp.Llama(model_path=str(model), n_ctx=2048, n_threads=threads, n_batch=512, verbose=False)
-    prompt = f"<|im_start|>user\n{BASELINE_TEXT}\nDescribe the pump at length.<|im_end|>\n<|im_start|>assistant\n"
-    tokens = llama.tokenize(prompt.encode(), add_bos=False, special=True)
-    started = time.perf_counter()
-    llama.eval(tokens)
-    read = len(tokens) / (time.perf_counter() - started)
-    generated, first = 0, 0.0
-    started = time.perf_counter()
-    for _ in llama.create_completion(prompt, max_tokens=80, temperature=0.0, stream=True):
-        generated += 1
-        if generated == 1:
-            first = time.perf_counter()
-    write = (generated - 1) / (time.perf_counter() - first) if generated > 1 else 0.0
-    return read, write
 
 
 async def turns(settings: Settings, questions: list[str]) -> list[tuple[str, float, int, int, int]]:
@@ -91,7 +71,7 @@ def main() -> None:
         print(f"skipped: {problem}")
         return
     model = base.resolve(base.local_model.path)
-    read, write = rates(model, base.local_model.threads)
+    read, write = measure_rates(model, base.local_model.threads)
     print(f"baseline llama.cpp on this machine: reads {read:.0f} prompt tokens/s, writes {write:.1f} tokens/s")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "appsettings.json"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
+import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,7 +22,15 @@ from kernel_setup.agent.shaping import FENCE_WORD
 from kernel_setup.chat.lookup_decoding import Hints, greedy_decode
 from kernel_setup.chat.prompt_cache import PromptCache, covered, worth_saving
 
-__all__ = ["TOOL_START_PIECES", "CompletionEngine", "LlamaEngine", "ToolStartScorer", "llama_available", "load_engine"]
+__all__ = [
+    "TOOL_START_PIECES",
+    "CompletionEngine",
+    "LlamaEngine",
+    "ToolStartScorer",
+    "llama_available",
+    "load_engine",
+    "measure_rates",
+]
 
 # First-token pieces that open a call as Qwen2.5-Coder writes it (``<tool_call>`` as text, bare JSON or a fence).
 TOOL_START_PIECES = ("<", "{", "```")
@@ -335,6 +344,35 @@ def _logits(llama: Any, rows: int) -> Any:
     import numpy as np
 
     return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(rows, llama.n_vocab()))
+
+
+RATES_SENTENCE = "Pump PUMP-007 at Station-C reports vibration 9.4 mm/s, flow 1650 m³/h and 81 °C. "
+
+
+def measure_rates(path: Path, threads: int, *, repeats: int = 30, written: int = 80) -> tuple[float, float]:
+    """llama.cpp's raw prompt-reading and writing rates (tokens/s) for the model at ``path`` on this machine now.
+
+    In a context of its own (the weights are shared through mmap; no engine's cached prompt is touched): a prompt of
+    ``repeats`` copies of a fixed sentence read in one go, then up to ``written`` greedy tokens after it. How fast
+    the machine was when a latency was measured (`pumpops eval`, `bench/local_model_bench.py`).
+    """
+    import llama_cpp
+
+    llama = llama_cpp.Llama(model_path=str(path), n_ctx=2048, n_threads=threads, n_batch=512, verbose=False)
+    prompt = (
+        f"<|im_start|>user\n{RATES_SENTENCE * repeats}\nDescribe the pump at length.<|im_end|>\n<|im_start|>assistant\n"
+    )
+    tokens = llama.tokenize(prompt.encode(), add_bos=False, special=True)
+    started = time.perf_counter()
+    llama.eval(tokens)
+    read = len(tokens) / (time.perf_counter() - started)
+    generated, first = 0, 0.0
+    for _ in llama.create_completion(prompt, max_tokens=written, temperature=0.0, stream=True):
+        generated += 1
+        if generated == 1:  # the first token only samples from the logits already read
+            first = time.perf_counter()
+    write = (generated - 1) / (time.perf_counter() - first) if generated > 1 else 0.0
+    return read, write
 
 
 @functools.lru_cache(maxsize=1)

@@ -91,18 +91,20 @@ def eval_command(
         temperature=temp,
         seeds=[seed + t for t in range(k)],
         warmup_s=done.warmup_s,
+        machine_rates=done.machine_rates,
     )
     if as_json:
         print_json(cli, report.model_dump(mode="json"))
     else:
-        _table(cli, report)
+        print_report(cli, report)
 
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
-def _table(cli: CliState, report: EvalReport) -> None:
+def print_report(cli: CliState, report: EvalReport) -> None:
+    """The report for people: the table per category, the cold start, the machine's rates, the failed trials."""
     table = Table(title=f"pumpops eval · {report.provider} · k={report.k} · temperature {report.temperature:g}")
     for header in (
         "category",
@@ -136,6 +138,15 @@ def _table(cli: CliState, report: EvalReport) -> None:
     cli.console.print(table)
     if report.warmup_s is not None:
         cli.console.print(f"[dim]cold start (unscored warm-up turn, not in the latencies): {report.warmup_s:.1f} s[/]")
+    if report.machine_rates:
+        reads = " → ".join(f"{r.prompt_tokens_per_s:.0f}" for r in report.machine_rates)
+        writes = " → ".join(f"{r.written_tokens_per_s:.1f}" for r in report.machine_rates)
+        whens = " → ".join(r.when for r in report.machine_rates)
+        cli.console.print(
+            f"[dim]llama.cpp on this machine ({whens} the trials): reads {reads} prompt tokens/s, "
+            f"writes {writes} tokens/s[/]",
+            highlight=False,
+        )
     failed = [t for t in report.trials if not t.passed]
     for trial in failed[:20]:
         cli.console.print(

@@ -6,7 +6,10 @@ the items expect are those of the sample fleet). The manuals index is the config
 only. The chat service is created once per run, so the local model loads once; trial ``t`` samples
 with seed ``base_seed + t`` at the given temperature. Latencies are of warm turns: one unscored
 greeting runs first (the model loads; the local model reads the system prompt and tool list, which
-it then keeps cached), and its time is reported apart as the cold start.
+it then keeps cached), and its time is reported apart as the cold start. With the local model, llama.cpp's raw
+reading and writing rates are measured before the first trial and after the last (`measure_rates`, as the
+bench measures them: about 20 s each on 2 cores): the latencies depend on the machine's speed at the time,
+and this says what it was.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
 from semantic_kernel.connectors.ai.ollama.ollama_prompt_execution_settings import OllamaChatPromptExecutionSettings
@@ -29,10 +33,11 @@ from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecut
 from kernel_setup.agent.runner import ChatServiceError, TurnRunner
 from kernel_setup.app import AppContext, open_app
 from kernel_setup.chat.factory import ollama_client, ollama_service
+from kernel_setup.chat.llama_engine import measure_rates
 from kernel_setup.chat.provider import local_execution_settings, local_service, resolve_provider
 from kernel_setup.chat.relevance import DomainRelevance
 from kernel_setup.evaluation.questions import GoldenItem
-from kernel_setup.evaluation.scorer import Transcript
+from kernel_setup.evaluation.scorer import MachineRates, Transcript
 from kernel_setup.manuals import document_index
 from kernel_setup.settings import ChatProvider, DatabaseSettings, Settings
 from memory import DocumentIndex
@@ -47,11 +52,15 @@ WARMUP_QUESTION = "Hello."
 
 @dataclass(frozen=True)
 class EvalRun:
-    """What `run_eval` produced: the provider used, every trial's transcript, and the cold start's seconds."""
+    """What `run_eval` produced: the provider, every trial's transcript, the cold start's seconds, the machine's rates.
+
+    ``machine_rates``: llama.cpp's before and after the trials, with the local model only.
+    """
 
     provider: ChatProvider
     transcripts: list[Transcript]
     warmup_s: float | None
+    machine_rates: list[MachineRates] = field(default_factory=list)
 
 
 def throwaway_settings(settings: Settings, database: Path, provider: ChatProvider, temperature: float) -> Settings:
@@ -110,6 +119,9 @@ async def run_eval(
                 shared = local_service(settings, DomainRelevance(manuals))
             fresh = functools.partial(_fresh_runner, settings, template, chosen, temperature, shared, manuals)
             warmup_s = await _warm_up(fresh) if items else None
+            rates: list[MachineRates] = []
+            if chosen == ChatProvider.LOCAL and items:
+                rates.append(await _machine_rates(settings, "before"))
             for trial in range(k):
                 seed = base_seed + trial
                 for item in items:
@@ -118,7 +130,17 @@ async def run_eval(
                     transcripts.append(transcript)
                     if on_trial is not None:
                         on_trial(item, transcript)
-    return EvalRun(provider=chosen, transcripts=transcripts, warmup_s=warmup_s)
+            if rates:
+                rates.append(await _machine_rates(settings, "after"))
+    return EvalRun(provider=chosen, transcripts=transcripts, warmup_s=warmup_s, machine_rates=rates)
+
+
+async def _machine_rates(settings: Settings, when: Literal["before", "after"]) -> MachineRates:
+    """The local model's raw llama.cpp rates on this machine now (`measure_rates`)."""
+    read, write = await asyncio.to_thread(
+        measure_rates, settings.resolve(settings.local_model.path), settings.local_model.threads
+    )
+    return MachineRates(when=when, prompt_tokens_per_s=round(read, 1), written_tokens_per_s=round(write, 1))
 
 
 @contextlib.asynccontextmanager

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -23,7 +23,7 @@ from governance import APPROVAL_ID
 from kernel_setup.agent.events import ToolCallRecord, TurnResult
 from kernel_setup.evaluation.questions import ArgumentConstraint, Category, ExpectedCall, GoldenItem
 
-__all__ = ["CategoryScore", "EvalReport", "Transcript", "TrialScore", "score_report", "score_trial"]
+__all__ = ["CategoryScore", "EvalReport", "MachineRates", "Transcript", "TrialScore", "score_report", "score_trial"]
 
 OVERALL = "overall"
 
@@ -75,6 +75,17 @@ class CategoryScore(BaseModel):
     pass_k: float
 
 
+class MachineRates(BaseModel):
+    """How fast llama.cpp ran the local model on this machine, measured in the run (before or after the trials).
+
+    A latency means little without the speed it was measured at: the same code's median moves with the machine.
+    """
+
+    when: Literal["before", "after"]
+    prompt_tokens_per_s: float
+    written_tokens_per_s: float
+
+
 class EvalReport(BaseModel):
     """What ``pumpops eval --json`` prints."""
 
@@ -83,6 +94,7 @@ class EvalReport(BaseModel):
     temperature: float
     seeds: list[int | None]
     warmup_s: float | None = None  # the unscored first turn (model load, first prompt read); latencies exclude it
+    machine_rates: list[MachineRates] = Field(default_factory=list)  # the local model's only
     categories: list[CategoryScore]
     trials: list[TrialScore]
 
@@ -247,6 +259,7 @@ def score_report(
     temperature: float = 0.0,
     seeds: Sequence[int | None] = (),
     warmup_s: float | None = None,
+    machine_rates: Sequence[MachineRates] = (),
 ) -> EvalReport:
     """Score every transcript and aggregate per category and overall (pure).
 
@@ -268,6 +281,7 @@ def score_report(
         temperature=temperature,
         seeds=list(seeds),
         warmup_s=warmup_s,
+        machine_rates=list(machine_rates),
         categories=categories,
         trials=trials,
     )

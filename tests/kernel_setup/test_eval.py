@@ -2,14 +2,18 @@
 
 import json
 from datetime import date
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from kernel_setup import Settings, open_app
 from kernel_setup.agent.events import ToolCallRecord, TurnResult, Usage
+from kernel_setup.cli.common import CliState
+from kernel_setup.cli.eval_cmd import print_report
 from kernel_setup.cli.main import app as cli_app
 from kernel_setup.evaluation import (
     Category,
@@ -302,16 +306,39 @@ async def test_a_run_warms_up_once_unscored_then_times_only_warm_turns(
     def service(*_: Any) -> ChatCompletionClientBase:
         return LocalChatCompletion(engine)
 
+    measured: list[int] = []
+
+    def rates(path: Path, threads: int) -> tuple[float, float]:
+        assert path == settings.resolve(settings.local_model.path) and threads == settings.local_model.threads
+        measured.append(len(engine.requests))  # when: how many model calls had run by then
+        return (80.0, 12.0) if len(measured) == 1 else (60.0, 9.5)
+
     monkeypatch.setattr(runner, "resolve_provider", local)
     monkeypatch.setattr(runner, "local_service", service)
+    monkeypatch.setattr(runner, "measure_rates", rates)
     item = GoldenItem.model_validate({"id": "gm", "category": "irrelevance", "question": "Good morning!"})
     done = await runner.run_eval(settings, [item], k=1, temperature=0.7)
     assert done.provider == ChatProvider.LOCAL and done.warmup_s is not None and done.warmup_s >= 0
     assert "Hello." in engine.requests[0]["prompt"] and "Good morning!" in engine.requests[2]["prompt"]
     [transcript] = done.transcripts
     assert transcript.result is not None and transcript.result.answer == "Good morning."
-    report = score_report([item], done.transcripts, k=1, warmup_s=done.warmup_s)
+    assert measured == [2, 4]  # after the warm-up's two calls, and after the trial's
+    assert [(r.when, r.prompt_tokens_per_s, r.written_tokens_per_s) for r in done.machine_rates] == [
+        ("before", 80.0, 12.0),
+        ("after", 60.0, 9.5),
+    ]
+    report = score_report([item], done.transcripts, k=1, warmup_s=done.warmup_s, machine_rates=done.machine_rates)
     assert report.warmup_s == done.warmup_s and report.categories[0].irrelevance == 1.0
+    assert report.model_dump(mode="json")["machine_rates"][1] == {
+        "when": "after",
+        "prompt_tokens_per_s": 60.0,
+        "written_tokens_per_s": 9.5,
+    }
+    buffer = StringIO()
+    console = Console(file=buffer, width=200, color_system=None)
+    print_report(CliState(settings_path=None, console=console, err_console=console), report)
+    assert "llama.cpp on this machine (before → after the trials): reads 80 → 60 prompt tokens/s, " in buffer.getvalue()
+    assert "writes 12.0 → 9.5 tokens/s" in buffer.getvalue()
 
 
 def test_categories_and_ids_add_up_and_the_limit_spares_named_ids() -> None:
