@@ -21,10 +21,12 @@ setup: $(STAMP)
 # without a terminal, it shows the fleet summary straight from the tool: a fresh machine still answers.
 INSTALL_MODEL ?= ask
 run: $(STAMP)
+	@case '$(INSTALL_MODEL)' in ask|yes|no) ;; \
+		*) echo "INSTALL_MODEL must be ask (the default), yes or no, not '$(INSTALL_MODEL)'." >&2; exit 2 ;; esac
 	$(BIN)/pumpops db init
 	$(BIN)/pumpops ingest
 	@$(BIN)/pumpops chat; code=$$?; [ $$code -eq 3 ] || exit $$code; \
-	answer=$(INSTALL_MODEL); \
+	answer='$(INSTALL_MODEL)'; \
 	if [ "$$answer" = ask ]; then \
 		answer=no; \
 		if [ -t 0 ]; then \
