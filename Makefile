@@ -45,17 +45,24 @@ run: $(STAMP)
 	echo "The fleet summary, straight from the tool:"; \
 	exec $(BIN)/pumpops tools call assets.get_system_summary
 
-# The offline model (issue #7): llama-cpp-python built from source for this CPU, but without AMX, whose tile
-# instructions some hypervisors advertise and then trap (the first prompt batch dies by SIGILL); then the
-# verified GGUF, and `pumpops model status` runs it once. About 6 minutes on 2 cores.
+# The offline model (issue #7): the verified GGUF, then llama-cpp-python built from source for this CPU, but
+# without AMX, whose tile instructions some hypervisors advertise and then trap (the first prompt batch dies by
+# SIGILL); `pumpops model status` runs it once. About 6 minutes on 2 cores. A build that already runs the model
+# here (its self-test passes) is kept; LLAMA_CFLAGS given on the command line always rebuilds.
 LLAMA_CFLAGS ?= -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 local: $(STAMP)
-	$(BIN)/python -m pip uninstall --quiet --yes llama-cpp-python
-	CMAKE_ARGS="-DCMAKE_C_FLAGS='$(LLAMA_CFLAGS)' -DCMAKE_CXX_FLAGS='$(LLAMA_CFLAGS)'" \
-		$(BIN)/python -m pip install --quiet --no-cache-dir -e '.[local]'
 	$(BIN)/pumpops model status --no-self-test --json \
 		| $(BIN)/python -c "import json, sys; sys.exit(not json.load(sys.stdin)['installed'])" \
 		|| $(BIN)/pumpops model install --no-self-test
+	@if [ "$(origin LLAMA_CFLAGS)" != "command line" ] && $(BIN)/pumpops model status --json \
+		| $(BIN)/python -c "import json, sys; sys.exit(json.load(sys.stdin)['self_test'] != 'ok')"; then \
+		echo "llama-cpp-python already runs the model here: kept (make local LLAMA_CFLAGS='...' rebuilds it)"; \
+	else \
+		set -x; \
+		$(BIN)/python -m pip uninstall --quiet --yes llama-cpp-python && \
+		CMAKE_ARGS="-DCMAKE_C_FLAGS='$(LLAMA_CFLAGS)' -DCMAKE_CXX_FLAGS='$(LLAMA_CFLAGS)'" \
+			$(BIN)/python -m pip install --quiet --no-cache-dir -e '.[local]'; \
+	fi
 	$(BIN)/pumpops model status
 
 lint: $(STAMP)
