@@ -23,8 +23,9 @@ class SensorsPlugin:
         description=(
             "Returns the fleet's latest readings of one sensor type, one per pump, ranked worst first (vibration,"
             " bearing temperature and motor current: highest first; flow and discharge pressure: lowest first), "
-            "at most 20, each with its alarm threshold and, for vibration, the ISO 10816-3 zone. Use it to rank "
-            "or compare pumps on one measurement across the fleet, or to find which pumps exceed a value."
+            "at most 20, each with its alarm threshold and, for vibration, the ISO 10816-3 zone. Use it for the "
+            "fleet's latest readings of one measurement: to rank or compare pumps on it, worst first, or to find "
+            "which pumps exceed a value."
         ),
     )
     async def get_sensor_readings(

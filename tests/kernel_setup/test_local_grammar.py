@@ -390,3 +390,33 @@ def test_strict_parsing_accepts_what_the_call_grammar_would_have_allowed_less_un
     mistyped = block.format('{"status": "open", "limit": "ten"}')  # "ten" never said: left out, the rest kept
     said = Mentions.of("Any open work orders?")
     assert [c.arguments for c in strict_tool_calls(mistyped, [WORK_ORDERS], said, max_calls=2)] == [{"status": "open"}]
+
+
+def test_the_local_tool_list_is_brief_but_keeps_what_a_call_needs() -> None:
+    described = {
+        "type": "function",
+        "function": {
+            "name": "alarms-list_alarms",
+            "description": "Returns alarms (id, severity), most severe first. Use it for alarms (of any pump).",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "pump_id": {"type": "string", "description": "Only this pump, e.g. 'PUMP-007'."},
+                    "severity": {"type": "string", "enum": ["low", "critical"], "description": "e.g. 'low'."},
+                },
+                "required": ["pump_id"],
+            },
+        },
+    }
+    original = json.dumps(described)
+    prompt = render_prompt([PromptMessage("user", "hi")], [described, SUMMARY])
+    listed = json.loads(prompt.split("<tools>\n")[1].split("\n")[0])["function"]
+    # The opening sentence's aside goes; the sentence and the rest of the description, brackets included, stay.
+    assert listed["description"] == "Returns alarms, most severe first. Use it for alarms (of any pump)."
+    assert listed["parameters"]["properties"] == {
+        "pump_id": {"type": "string", "description": "Only this pump, e.g. 'PUMP-007'."},  # required: described
+        "severity": {"type": "string", "enum": ["low", "critical"]},  # optional: name, type and enum only
+    }
+    assert listed["parameters"]["required"] == ["pump_id"]
+    assert json.dumps(described) == original  # the tool's own schema is untouched
+    assert '"description":"Fleet."' in prompt  # no "Returns ..." sentence: as it is
