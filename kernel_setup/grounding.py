@@ -61,6 +61,14 @@ PUMP-007's). `misattributed_numbers` checks that, sentence by sentence, for sent
 of the results (every JSON object with its ``pump_id``, and all inside it), by the results' parts that belong to
 no pump (fleet counts, manual passages, any text that is not JSON) or by the question; a number only other pumps'
 parts support is returned with their ids. A number no result supports is `ungrounded_numbers`' and not repeated.
+
+A grounded number can also be compared the wrong way round ("81 °C, which is above the alarm threshold of 85 °C":
+both numbers are in the result, the claim is false). `misstated_comparisons` checks, sentence by sentence, a
+number set against a limit: the last number before a comparing word (above, over, exceeds, beyond, higher or
+greater than; below, under, lower or less than, within) and the first number after it, when a limit word stands
+between them (threshold, limit, boundary, level, setpoint, maximum, minimum). A number written right before the
+comparing word, with at most its unit between ("2.3 mm/s above the limit"), is a margin, not the value, and
+settles nothing; so do a negation in the two words before, a percentage, and equal numbers.
 """
 
 from __future__ import annotations
@@ -78,6 +86,7 @@ __all__ = [
     "RECORD_ID",
     "SMALL_INTEGER_LIMIT",
     "misattributed_numbers",
+    "misstated_comparisons",
     "record_key",
     "ungrounded_ids",
     "ungrounded_numbers",
@@ -282,6 +291,46 @@ def misattributed_numbers(answer: str, tool_results: Sequence[str], question: st
             others = [shown[k] for k in sorted(shown) if k != pump and _is_supported(mention, scopes[k])]
             if others:
                 flagged[f"{mention.text} for {shown[pump]} (the results give it for {', '.join(others)})"] = None
+    return list(flagged)
+
+
+_COMPARING = re.compile(
+    r"\b(?:(?P<above>above|over|exceed(?:s|ed|ing)?|beyond|(?:higher|greater|more) than)"
+    r"|(?P<below>below|under|within|(?:lower|less) than))\b",
+    re.IGNORECASE,
+)
+_LIMIT = re.compile(r"\b(?:threshold|limit|boundary|level|set ?point|maximum|minimum)s?\b", re.IGNORECASE)
+_NEGATED = re.compile(r"\b(?:not|never|no)\s+(?:\w+\s+)?$|n't\s+(?:\w+\s+)?$", re.IGNORECASE)
+_MARGIN_GAP = re.compile(r"^\s*[^\s,;:]{0,6}\s*$")
+"""What may stand between a number and the comparing word when the number is a margin: its unit, if any."""
+
+
+def misstated_comparisons(answer: str) -> list[str]:
+    """Return the comparisons of a number with a limit that ``answer`` gets the wrong way round.
+
+    See the module docstring for which comparisons are judged. Each entry reads ``"81 is not above 85"``, the
+    numbers as written; without duplicates, in order of appearance.
+    """
+    flagged: dict[str, None] = {}
+    for sentence in _SENTENCE_BREAK.split(answer):
+        masked = _mask(sentence)
+        numbers = [(m.start(), m.end()) for m in _NUMBER.finditer(masked)]
+        for word in _COMPARING.finditer(masked):
+            before = [span for span in numbers if span[1] <= word.start()]
+            after = [span for span in numbers if span[0] >= word.end()]
+            if not before or not after or _NEGATED.search(masked[: word.start()]):
+                continue
+            value_span, limit_span = before[-1], after[0]
+            if _MARGIN_GAP.match(masked[value_span[1] : word.start()]):
+                continue
+            if not _LIMIT.search(masked[word.end() : limit_span[0]]):
+                continue
+            value, limit = (next(_mentions(masked[a:b]), None) for a, b in (value_span, limit_span))
+            if value is None or limit is None or value.percent or limit.percent:
+                continue
+            above = word.group("above") is not None
+            if (value.value < limit.value) if above else (value.value > limit.value):
+                flagged[f"{value.text} is not {word.group().lower()} {limit.text}"] = None
     return list(flagged)
 
 

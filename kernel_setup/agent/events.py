@@ -38,6 +38,7 @@ class TurnResult(BaseModel):
     misattributed_numbers: list[str] = Field(default_factory=list)
     overlooked_alarms: list[str] = Field(default_factory=list)
     misstated_severities: list[str] = Field(default_factory=list)
+    misstated_comparisons: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     session: str
 

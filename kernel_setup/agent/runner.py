@@ -52,7 +52,7 @@ from kernel_setup.chat.ollama_service import result_text
 from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
-from kernel_setup.grounding import misattributed_numbers, ungrounded_ids, ungrounded_numbers
+from kernel_setup.grounding import misattributed_numbers, misstated_comparisons, ungrounded_ids, ungrounded_numbers
 from kernel_setup.reassurance import misstated_severities, overlooked_alarms
 from kernel_setup.settings import AgentSettings
 from plugins.declarations import traits_of
@@ -193,6 +193,7 @@ class TurnRunner:
             misattributed_numbers=misattributed_numbers(answer, turn.tool_texts, question),
             overlooked_alarms=overlooked_alarms(answer, turn.tool_texts),
             misstated_severities=misstated_severities(answer, turn.tool_texts),
+            misstated_comparisons=misstated_comparisons(answer),
             usage=turn.usage,
             session=session_id,
         )

@@ -110,6 +110,9 @@ def turn_flags(result: TurnResult) -> list[str]:
     if result.misstated_severities:
         severities = escape("; ".join(result.misstated_severities))
         flags.append(f"[bold yellow]⚠ severities the tool results contradict:[/] {severities}")
+    if result.misstated_comparisons:
+        comparisons = escape("; ".join(result.misstated_comparisons))
+        flags.append(f"[bold yellow]⚠ comparisons the numbers contradict:[/] {comparisons}")
     return flags
 
 

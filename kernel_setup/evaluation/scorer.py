@@ -5,9 +5,10 @@ and allowed names), argument accuracy (each expected call matched with its argum
 (the item's facts and, for a write item, the approval id of every call the gate parked), groundedness (no
 ungrounded numbers or record ids, no number told of the wrong pump: `TurnResult.misattributed_numbers`, no
 all-clear that the turn's results contradict: `overlooked_alarms`, no severity they contradict:
-`misstated_severities`), irrelevance (no call at all, for small-talk items). A trial
-passes when all of these hold and the turn answered. Per category: the means, model calls per question, latency,
-pass^1 (mean pass rate over trials) and pass^k (the share of items that passed in every one of the k trials).
+`misstated_severities`, no number compared with a limit the wrong way round: `misstated_comparisons`),
+irrelevance (no call at all, for small-talk items). A trial passes when all of these hold and the turn answered.
+Per category: the means, model calls per question, latency, pass^1 (mean pass rate over trials) and pass^k (the
+share of items that passed in every one of the k trials).
 """
 
 from __future__ import annotations
@@ -191,7 +192,8 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     misattributed = result.misattributed_numbers if result is not None else []
     overlooked = result.overlooked_alarms if result is not None else []
     misstated = result.misstated_severities if result is not None else []
-    grounded = result is not None and not ungrounded and not misattributed and not overlooked and not misstated
+    miscompared = result.misstated_comparisons if result is not None else []
+    grounded = result is not None and not any((ungrounded, misattributed, overlooked, misstated, miscompared))
     if ungrounded:
         problems.append(f"ungrounded numbers or ids: {ungrounded}")
     if misattributed:
@@ -200,6 +202,8 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
         problems.append(f"all clear despite alarms in the results: {overlooked}")
     if misstated:
         problems.append(f"severities the results contradict: {misstated}")
+    if miscompared:
+        problems.append(f"comparisons the numbers contradict: {miscompared}")
     irrelevance = (not calls) if item.category == Category.IRRELEVANCE else None
     answered = result is not None and bool(answer.strip())
     if result is not None and not answered:

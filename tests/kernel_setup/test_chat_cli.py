@@ -297,6 +297,7 @@ def test_ask_prints_unverified_ids_and_overlooked_alarms_under_the_answer(tmp_pa
         misattributed_numbers=["7.8 for PUMP-007 (the results give it for PUMP-004)"],
         overlooked_alarms=["ALM-0001 (critical on PUMP-007)"],
         misstated_severities=["ALM-0002 is high, not low"],
+        misstated_comparisons=["81 is not above 85"],
         session="s",
     )
     print_footer(cli, result)
@@ -306,6 +307,7 @@ def test_ask_prints_unverified_ids_and_overlooked_alarms_under_the_answer(tmp_pa
         "the answer says all is well, but the tool results show active alarms: ALM-0001 (critical on PUMP-007)" in text
     )
     assert "severities the tool results contradict: ALM-0002 is high, not low" in text
+    assert "⚠ comparisons the numbers contradict: 81 is not above 85" in text
     assert "⚠ numbers told of the wrong pump: 7.8 for PUMP-007 (the results give it for PUMP-004)" in text
 
 

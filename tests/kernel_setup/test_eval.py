@@ -127,6 +127,11 @@ def test_wrong_tool_wrong_argument_missing_fact_and_ungrounded_number_each_fail(
     assert "numbers told of the wrong pump: ['7.8 for PUMP-007 (the results give it for PUMP-004)']" in (
         misattributed.problems
     )
+    reversed_ = turn("81 °C, above its 85 °C threshold", ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"))
+    reversed_.misstated_comparisons = ["81 is not above 85"]
+    miscompared = score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=reversed_))
+    assert not miscompared.grounded and not miscompared.passed
+    assert "comparisons the numbers contradict: ['81 is not above 85']" in miscompared.problems
 
 
 def test_an_allowed_extra_call_is_fine_but_an_unexpected_one_is_not() -> None:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kernel_setup.grounding import misattributed_numbers, ungrounded_ids, ungrounded_numbers
+from kernel_setup.grounding import misattributed_numbers, misstated_comparisons, ungrounded_ids, ungrounded_numbers
 
 PUMP_STATUS = json.dumps(
     {
@@ -235,3 +235,42 @@ def test_fleet_rankings_negations_and_timestamps_are_not_attribution_errors() ->
     assert misattributed_numbers("PUMP-004 reads 81 °C.", [readings]) == [
         "81 for PUMP-004 (the results give it for PUMP-007)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "flagged"),
+    [
+        # Answers the local model wrote (2026-12-05 evals): both numbers in the result, the comparison false.
+        (
+            "PUMP-002 is online and has a bearing temperature of 61 °C, which is above the alarm threshold of 85 °C.",
+            ["61 is not above 85"],
+        ),
+        (
+            "Current reading of PUMP-005 vibration is 3.9 mm/s, with ISO 10816-3 zone B, which is above the alarm "
+            "threshold of 4.5 mm/s.",
+            ["3.9 is not above 4.5"],
+        ),
+        (
+            "PUMP-007 is at 9.4 mm/s, still below its trip limit of 7.1 mm/s; flow 1,650 exceeds the minimum of 1,530.",
+            ["9.4 is not below 7.1"],
+        ),
+        (
+            "81 °C, over the alarm level of 85 °C. Later: 90 °C, within the limit of 85 °C.",
+            ["81 is not over 85", "90 is not within 85"],
+        ),
+        # Right way round, or not a value set against a limit: nothing to flag.
+        (
+            "Vibration 9.4 mm/s on the drive-end bearing housing, above the ISO 10816-3 zone C/D boundary of 7.1 mm/s.",
+            [],
+        ),
+        ("9.4 mm/s for PUMP-007 and 7.8 mm/s for PUMP-004, both exceeding the alarm threshold of 4.5 mm/s.", []),
+        ("PUMP-007 runs at 9.4 mm/s, 2.3 mm/s above the limit of 7.1 mm/s.", []),  # a margin, not the value
+        ("81 °C is not above the alarm threshold of 85 °C.", []),
+        ("Flow is at 95 %, above the minimum of 120 m³/h.", []),  # a percentage: no like-for-like comparison
+        ("PUMP-004 has 7.8 mm/s, higher than PUMP-007 at 9.4 mm/s.", []),  # no limit: comparing pumps is not judged
+        ("The bearing sits above the seal; 81 °C is read there.", []),
+        ("It is at 85 °C, above the threshold of 85 °C.", []),  # equal: left alone
+    ],
+)
+def test_a_value_compared_with_a_limit_the_wrong_way_round_is_flagged(answer: str, flagged: list[str]) -> None:
+    assert misstated_comparisons(answer) == flagged

@@ -317,6 +317,22 @@ async def test_an_alarm_told_with_another_severity_than_its_result_is_listed(set
     assert result.misstated_severities == ["ALM-0002 is high, not medium"] and result.overlooked_alarms == []
 
 
+async def test_a_value_compared_with_its_threshold_the_wrong_way_round_is_listed(settings: Settings) -> None:
+    details = call("assets-get_pump_details", pump_id="PUMP-007")
+    fake = ScriptedOllama(
+        [
+            reply(tool_calls=[details]),
+            reply("PUMP-007's bearing is at 81 °C, which is above the alarm threshold of 85 °C."),
+        ]
+    )
+    result = await run_turn(settings, fake, "How is PUMP-007's bearing?")
+    assert result.ungrounded == [] and result.misstated_comparisons == ["81 is not above 85"]
+    right = ScriptedOllama(
+        [reply(tool_calls=[details]), reply("PUMP-007's bearing is at 81 °C, below the alarm threshold of 85 °C.")]
+    )
+    assert (await run_turn(settings, right, "How is PUMP-007's bearing?")).misstated_comparisons == []
+
+
 async def test_a_value_told_of_another_pump_than_its_result_gives_is_listed(settings: Settings) -> None:
     fake = ScriptedOllama(
         [
