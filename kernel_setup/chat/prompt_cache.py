@@ -1,7 +1,7 @@
 """The local model's prompt prefix kept on disk, so a new process does not read it again.
 
-Every conversation with the local model opens with the same ~2,100 tokens (the tool list and the
-system text up to its first fence line). On two cores reading them takes 65-90 s, which every new
+Every conversation with the local model opens with the same ~1,850 tokens (the tool list and the
+system text up to its first fence line). On two cores reading them takes 35-90 s, which every new
 process (each ``pumpops ask``) would pay. The llama.cpp KV state of a prompt is saved beside the
 model file as plain arrays (``numpy.savez``, read back with ``allow_pickle=False``: nothing in it
 can run) and restored when the model loads; llama.cpp then reads only what differs from it.
