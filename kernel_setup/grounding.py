@@ -323,8 +323,9 @@ def misstated_comparisons(answer: str) -> list[str]:
             value_span, limit_span = before[-1], after[0]
             if _MARGIN_GAP.match(masked[value_span[1] : word.start()]):
                 continue
-            if not _LIMIT.search(masked[word.end() : limit_span[0]]):
-                continue
+            between = masked[word.end() : limit_span[0]]
+            if not _LIMIT.search(between) or _COMPARING.search(between):
+                continue  # no limit, or a later comparing word owns it ("within zone D, above the boundary of")
             value, limit = (next(_mentions(masked[a:b]), None) for a, b in (value_span, limit_span))
             if value is None or limit is None or value.percent or limit.percent:
                 continue

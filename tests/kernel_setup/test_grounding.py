@@ -270,6 +270,7 @@ def test_fleet_rankings_negations_and_timestamps_are_not_attribution_errors() ->
         ("PUMP-004 has 7.8 mm/s, higher than PUMP-007 at 9.4 mm/s.", []),  # no limit: comparing pumps is not judged
         ("The bearing sits above the seal; 81 °C is read there.", []),
         ("It is at 85 °C, above the threshold of 85 °C.", []),  # equal: left alone
+        ("9.4 mm/s (within zone D), above the C/D boundary of 7.1 mm/s.", []),  # "above" owns the boundary
     ],
 )
 def test_a_value_compared_with_a_limit_the_wrong_way_round_is_flagged(answer: str, flagged: list[str]) -> None:
