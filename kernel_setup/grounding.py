@@ -176,13 +176,15 @@ _GROUPING = re.compile(rf"[,{_SPACES}]")
 
 @dataclass(frozen=True)
 class _Mention:
-    """A number as written in a text, with its value and precision."""
+    """A number as written in a text, with its value, precision and place (``start``, ``end``) in that text."""
 
     text: str
     value: Decimal
     decimals: int
     percent: bool
     signed: bool
+    start: int
+    end: int
 
     @property
     def always_accepted(self) -> bool:
@@ -314,20 +316,19 @@ def misstated_comparisons(answer: str) -> list[str]:
     flagged: dict[str, None] = {}
     for sentence in _SENTENCE_BREAK.split(answer):
         masked = _mask(sentence)
-        numbers = [(m.start(), m.end()) for m in _NUMBER.finditer(masked)]
+        numbers = list(_mentions(masked))
         for word in _COMPARING.finditer(masked):
-            before = [span for span in numbers if span[1] <= word.start()]
-            after = [span for span in numbers if span[0] >= word.end()]
+            before = [n for n in numbers if n.end <= word.start()]
+            after = [n for n in numbers if n.start >= word.end()]
             if not before or not after or _NEGATED.search(masked[: word.start()]):
                 continue
-            value_span, limit_span = before[-1], after[0]
-            if _MARGIN_GAP.match(masked[value_span[1] : word.start()]):
+            value, limit = before[-1], after[0]
+            if _MARGIN_GAP.match(masked[value.end : word.start()]):
                 continue
-            between = masked[word.end() : limit_span[0]]
+            between = masked[word.end() : limit.start]
             if not _LIMIT.search(between) or _COMPARING.search(between):
                 continue  # no limit, or a later comparing word owns it ("within zone D, above the boundary of")
-            value, limit = (next(_mentions(masked[a:b]), None) for a, b in (value_span, limit_span))
-            if value is None or limit is None or value.percent or limit.percent:
+            if value.percent or limit.percent:
                 continue
             above = word.group("above") is not None
             if (value.value < limit.value) if above else (value.value > limit.value):
@@ -413,6 +414,8 @@ def _mentions(masked: str) -> Iterator[_Mention]:
             decimals=decimals,
             percent=match.group("percent") is not None,
             signed=bool(sign),
+            start=match.start(),
+            end=match.end(),
         )
 
 
