@@ -126,7 +126,7 @@ def _compact(tool: Mapping[str, Any]) -> str:
     its value, `strict_tool_calls`): 1,528 tokens. Names, types, enums, the "Use it ..." sentences and the
     required parameters' descriptions stay. Measured with ``pumpops eval``: leaving out the whole "Returns ..."
     sentence as well (1,211 tokens) sent "What is the vibration zone of PUMP-004?" to the trend tool and cost a
-    single-tool and an irrelevance item; this form scored as the full list did (one run each, 2026-12-05).
+    single-tool and an irrelevance item; this form scored as the full list did (two eval runs, 2026-12-05).
     """
     function = _function(tool)
     shown = {k: function[k] for k in ("name", "description", "parameters") if k in function}
