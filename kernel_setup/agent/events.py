@@ -42,6 +42,20 @@ class TurnResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     session: str
 
+    def doubts(self) -> list[tuple[str, list[str]]]:
+        """What the answer checks found, as (what it is, the findings), in the order they are shown; empty if none.
+
+        The one wording of each check: the chat's warnings and the evaluation's problems both use it.
+        """
+        checks = (
+            ("unverified numbers or ids (found in no tool result)", self.ungrounded),
+            ("numbers told of the wrong pump", self.misattributed_numbers),
+            ("the answer says all is well, but the tool results show active alarms", self.overlooked_alarms),
+            ("severities the tool results contradict", self.misstated_severities),
+            ("comparisons the numbers contradict", self.misstated_comparisons),
+        )
+        return [(label, list(found)) for label, found in checks if found]
+
 
 @dataclass(frozen=True)
 class ModelCallStarted:

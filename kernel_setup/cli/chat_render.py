@@ -96,23 +96,8 @@ def turn_flags(result: TurnResult) -> list[str]:
         flags.append(f"[bold yellow]⚠ degraded:[/] {escape(result.reason or 'unknown')}")
         if not result.answer.strip():
             flags.append("[bold yellow]⚠ no answer within the turn's bounds[/]")
-    if result.ungrounded:
-        numbers = escape(", ".join(result.ungrounded))
-        flags.append(f"[bold yellow]⚠ unverified numbers or ids[/] (found in no tool result): {numbers}")
-    if result.misattributed_numbers:
-        numbers = escape("; ".join(result.misattributed_numbers))
-        flags.append(f"[bold yellow]⚠ numbers told of the wrong pump:[/] {numbers}")
-    if result.overlooked_alarms:
-        alarms = escape(", ".join(result.overlooked_alarms))
-        flags.append(
-            f"[bold yellow]⚠ the answer says all is well, but the tool results show active alarms:[/] {alarms}"
-        )
-    if result.misstated_severities:
-        severities = escape("; ".join(result.misstated_severities))
-        flags.append(f"[bold yellow]⚠ severities the tool results contradict:[/] {severities}")
-    if result.misstated_comparisons:
-        comparisons = escape("; ".join(result.misstated_comparisons))
-        flags.append(f"[bold yellow]⚠ comparisons the numbers contradict:[/] {comparisons}")
+    for label, found in result.doubts():
+        flags.append(f"[bold yellow]⚠ {escape(label)}:[/] {escape('; '.join(found))}")
     return flags
 
 

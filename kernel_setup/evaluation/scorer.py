@@ -164,15 +164,9 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
         problems.append(f"no result: {transcript.error or 'the turn failed'}")
         calls: list[ToolCallRecord] = []
         answer = ""
-        ungrounded: list[str] = []
         model_calls = 0
     else:
-        calls, answer, ungrounded, model_calls = (
-            result.tool_calls,
-            result.answer,
-            result.ungrounded,
-            result.usage.model_calls,
-        )
+        calls, answer, model_calls = result.tool_calls, result.answer, result.usage.model_calls
     allowed = {n for c in item.calls for n in c.name} | set(item.also_allowed)
     if item.calls:
         selection = _assign(calls, item.calls, with_arguments=False) and all(c.name in allowed for c in calls)
@@ -189,21 +183,9 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     recall = sum(_fact_found(answer, f) for f in facts) / len(facts) if facts else None
     if recall is not None and recall < 1:
         problems.append(f"facts missing: {[f for f in facts if not _fact_found(answer, f)]}")
-    misattributed = result.misattributed_numbers if result is not None else []
-    overlooked = result.overlooked_alarms if result is not None else []
-    misstated = result.misstated_severities if result is not None else []
-    miscompared = result.misstated_comparisons if result is not None else []
-    grounded = result is not None and not any((ungrounded, misattributed, overlooked, misstated, miscompared))
-    if ungrounded:
-        problems.append(f"ungrounded numbers or ids: {ungrounded}")
-    if misattributed:
-        problems.append(f"numbers told of the wrong pump: {misattributed}")
-    if overlooked:
-        problems.append(f"all clear despite alarms in the results: {overlooked}")
-    if misstated:
-        problems.append(f"severities the results contradict: {misstated}")
-    if miscompared:
-        problems.append(f"comparisons the numbers contradict: {miscompared}")
+    doubts = result.doubts() if result is not None else []
+    grounded = result is not None and not doubts
+    problems += [f"{label}: {found}" for label, found in doubts]
     irrelevance = (not calls) if item.category == Category.IRRELEVANCE else None
     answered = result is not None and bool(answer.strip())
     if result is not None and not answered:

@@ -132,7 +132,7 @@ def test_an_all_clear_over_active_alarms_is_flagged_under_the_answer(tmp_path: P
     assert "pumpops> All pumps are running normally. ⚠ the answer says all is well" in text
     assert (
         "⚠ the answer says all is well, but the tool results show active alarms: "
-        "1 critical active alarm (fleet summary), 1 high active alarm (fleet summary)"
+        "1 critical active alarm (fleet summary); 1 high active alarm (fleet summary)"
     ) in text
 
 

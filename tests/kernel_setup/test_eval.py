@@ -110,16 +110,19 @@ def test_wrong_tool_wrong_argument_missing_fact_and_ungrounded_number_each_fail(
         ),
     )
     assert not ungrounded.grounded and not ungrounded.passed
+    assert "unverified numbers or ids (found in no tool result): ['12.5']" in ungrounded.problems
     vouching = turn("9.4 zone D, all fine", ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"))
     vouching.overlooked_alarms = ["ALM-0001 (critical on PUMP-007)"]
     overlooked = score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=vouching))
     assert not overlooked.grounded and not overlooked.passed
-    assert "all clear despite alarms in the results: ['ALM-0001 (critical on PUMP-007)']" in overlooked.problems
+    assert (
+        "the answer says all is well, but the tool results show active alarms: ['ALM-0001 (critical on PUMP-007)']"
+    ) in overlooked.problems
     misread = turn("9.4 zone D, ALM-0001 is low", ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"))
     misread.misstated_severities = ["ALM-0001 is critical, not low"]
     misstated = score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=misread))
     assert not misstated.grounded and not misstated.passed
-    assert "severities the results contradict: ['ALM-0001 is critical, not low']" in misstated.problems
+    assert "severities the tool results contradict: ['ALM-0001 is critical, not low']" in misstated.problems
     swapped = turn("9.4 zone D, PUMP-007 at 7.8", ("assets-get_pump_details", {"pump_id": "PUMP-007"}, "ok"))
     swapped.misattributed_numbers = ["7.8 for PUMP-007 (the results give it for PUMP-004)"]
     misattributed = score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=swapped))
