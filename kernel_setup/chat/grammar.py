@@ -43,6 +43,7 @@ __all__ = [
     "identifiers",
     "route_grammar",
     "tool_calls_grammar",
+    "tool_function",
     "tool_name_grammar",
     "validate_arguments",
 ]
@@ -167,11 +168,17 @@ class Mentions:
         }
 
 
+def tool_function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool's function (``name``, ``description``, ``parameters``): as advertised under ``"function"``, or bare."""
+    function = tool.get("function", tool)
+    return function if isinstance(function, Mapping) else {}
+
+
 def enum_words(tools: Sequence[Mapping[str, Any]]) -> set[str]:
     """Every string value of the tools' parameter enums (``Mentions.of``'s nouns), e.g. ``flow``, ``critical``."""
     words: set[str] = set()
     for tool in tools:
-        properties = (tool.get("function", {}).get("parameters") or {}).get("properties") or {}
+        properties = (tool_function(tool).get("parameters") or {}).get("properties") or {}
         for schema in properties.values():
             words.update(v for v in schema.get("enum") or () if isinstance(v, str))
     return words
@@ -278,7 +285,7 @@ def tool_calls_grammar(
     alternatives: list[str] = []
     names: dict[str, str] = {}
     for index, tool in enumerate(tools):
-        function = tool.get("function", tool)
+        function = tool_function(tool)
         name = function.get("name")
         if not isinstance(name, str) or not name:
             raise GrammarError(f"Tool {index} has no name.")
@@ -349,7 +356,7 @@ def call_hints(
     hints: list[str] = []
     close = "}}\n" + TOOL_CALL_CLOSE
     for tool in tools:
-        function = tool.get("function", tool)
+        function = tool_function(tool)
         parameters = function.get("parameters") or {}
         properties: Mapping[str, Any] = parameters.get("properties") or {}
         required = set(parameters.get("required") or [])

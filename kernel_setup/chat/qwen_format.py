@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kernel_setup.chat.grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, Mentions, validate_arguments
+from kernel_setup.chat.grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, Mentions, tool_function, validate_arguments
 from kernel_setup.reassurance import asks_for_reassurance
 
 __all__ = [
@@ -110,11 +110,6 @@ def _system_text(system: str, tools: Sequence[Mapping[str, Any]]) -> str:
     return _TOOLS_PREAMBLE + listed + _TOOLS_POSTAMBLE + ANSWER_STYLE + "\n\n" + system
 
 
-def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
-    function = tool.get("function", tool)
-    return function if isinstance(function, Mapping) else {}
-
-
 def _compact(tool: Mapping[str, Any]) -> str:
     """One tool as compact JSON (fewer prompt tokens than the indented or spaced form), in brief.
 
@@ -128,7 +123,7 @@ def _compact(tool: Mapping[str, Any]) -> str:
     sentence as well (1,211 tokens) sent "What is the vibration zone of PUMP-004?" to the trend tool and cost a
     single-tool and an irrelevance item; this form scored as the full list did (two eval runs, 2026-12-05).
     """
-    function = _function(tool)
+    function = tool_function(tool)
     shown = {k: function[k] for k in ("name", "description", "parameters") if k in function}
     if isinstance(shown.get("description"), str):
         shown["description"] = _brief_description(shown["description"])
@@ -162,7 +157,7 @@ def _required_described(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def when_to_use(tool: Mapping[str, Any], limit: int = 200) -> str:
     """The sentence of a tool's description that says when to use it (else its first sentence)."""
-    description = str(_function(tool).get("description") or "")
+    description = str(tool_function(tool).get("description") or "")
     match = _USE_SENTENCE.search(description)
     sentence = match.group(0).strip() if match else description.split(". ")[0].strip()
     return sentence[:limit]
@@ -235,7 +230,7 @@ def routing_prompt(conversation_prompt: str, tools: Sequence[Mapping[str, Any]],
     """
     opening = f"{IM_START}assistant\n"
     base = conversation_prompt[: -len(opening)] if conversation_prompt.endswith(opening) else conversation_prompt
-    options = "".join(f"- {_function(t).get('name')}: {when_to_use(t)}\n" for t in tools)
+    options = "".join(f"- {tool_function(t).get('name')}: {when_to_use(t)}\n" for t in tools)
     quoted = f"The operator's last message: {json.dumps(last_user, ensure_ascii=False)}\n" if last_user else ""
     return f"{base}{IM_START}system\n{ROUTING_HEAD}{options}{quoted}Reply with the option name only.{IM_END}\n{opening}"
 
@@ -311,4 +306,4 @@ _BLOCK = re.compile(re.escape(TOOL_CALL_OPEN) + ".*?" + re.escape(TOOL_CALL_CLOS
 
 
 def _schemas(tools: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    return {str(_function(t).get("name")): _function(t).get("parameters") or {} for t in tools}
+    return {str(tool_function(t).get("name")): tool_function(t).get("parameters") or {} for t in tools}
