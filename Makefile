@@ -48,7 +48,8 @@ run: $(STAMP)
 # The offline model (issue #7): the verified GGUF, then llama-cpp-python built from source for this CPU, but
 # without AMX, whose tile instructions some hypervisors advertise and then trap (the first prompt batch dies by
 # SIGILL); `pumpops model status` runs it once. About 6 minutes on 2 cores. A build that already runs the model
-# here (its self-test passes) is kept; LLAMA_CFLAGS given on the command line always rebuilds.
+# here (its self-test passes) is kept; LLAMA_CFLAGS given on the command line always rebuilds. The self-test
+# runs once either way: in the check that keeps a build, or in the status after a new one.
 LLAMA_CFLAGS ?= -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
 local: $(STAMP)
 	$(BIN)/pumpops model status --no-self-test --json \
@@ -56,14 +57,15 @@ local: $(STAMP)
 		|| $(BIN)/pumpops model install --no-self-test
 	@if [ "$(origin LLAMA_CFLAGS)" != "command line" ] && $(BIN)/pumpops model status --json \
 		| $(BIN)/python -c "import json, sys; sys.exit(json.load(sys.stdin)['self_test'] != 'ok')"; then \
-		echo "llama-cpp-python already runs the model here: kept (make local LLAMA_CFLAGS='...' rebuilds it)"; \
+		echo "llama-cpp-python already runs the model here (its self-test passed): kept (make local LLAMA_CFLAGS='...' rebuilds it)"; \
+		$(BIN)/pumpops model status --no-self-test; \
 	else \
 		set -x; \
 		$(BIN)/python -m pip uninstall --quiet --yes llama-cpp-python && \
 		CMAKE_ARGS="-DCMAKE_C_FLAGS='$(LLAMA_CFLAGS)' -DCMAKE_CXX_FLAGS='$(LLAMA_CFLAGS)'" \
-			$(BIN)/python -m pip install --quiet --no-cache-dir -e '.[local]'; \
+			$(BIN)/python -m pip install --quiet --no-cache-dir -e '.[local]' && \
+		$(BIN)/pumpops model status; \
 	fi
-	$(BIN)/pumpops model status
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
