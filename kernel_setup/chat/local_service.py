@@ -86,7 +86,10 @@ from kernel_setup.chat.grammar import (
     identifiers,
     route_grammar,
     tool_calls_grammar,
+    tool_function,
     tool_name_grammar,
+    unasked_values,
+    with_values,
 )
 from kernel_setup.chat.llama_engine import CompletionEngine
 from kernel_setup.chat.ollama_service import result_text
@@ -134,6 +137,10 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     borderline_margin: float = Field(default=0.35, ge=0.0)
     off_topic_relevance: float = Field(default=0.25, ge=0.0, le=1.0)
     route_after_results: bool = False
+    follow_up_calls: bool = True
+    """After results, a parameter the turn's calls used whose values the operator named beyond theirs ("PUMP-001 and
+    PUMP-002" after PUMP-001's details) gets one more call: its name among the tools taking that parameter and its
+    arguments under grammars, the parameter limited to the values not asked for (`unasked_values`)."""
     claim_check: bool = True
     status_questions: bool = True
     """A terse question after the plant's state (`asks_for_reassurance`: "Anything wrong?") the model would answer
@@ -275,6 +282,10 @@ class LocalChatCompletion(ChatCompletionClientBase):
         # `route_after_results` (measured: the 1.5B model then repeats its last call, a loop the runner stops).
         after_results = settings.routing and settings.route_after_results and last_role == AuthorRole.TOOL
         check_claims = False
+        if tools and settings.routing and settings.follow_up_calls and last_role == AuthorRole.TOOL:
+            if follow_up := await self._follow_up_calls(prompt, chat_history, tools, usage, settings):
+                yield [self._calls_chunk(follow_up, function_invoke_attempt, usage)]
+                return
         if tools and (last_role == AuthorRole.USER or after_results):
             names = [str(t["function"]["name"]) for t in tools]
             said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
@@ -407,6 +418,31 @@ class LocalChatCompletion(ChatCompletionClientBase):
             start >= settings.tool_start_threshold and relevance >= settings.off_topic_relevance
         )
         return Route(start=start, relevance=relevance, call=call)
+
+    async def _follow_up_calls(
+        self,
+        prompt: str,
+        chat_history: ChatHistory,
+        tools: Sequence[Mapping[str, Any]],
+        usage: _Usage,
+        settings: LocalChatPromptExecutionSettings,
+    ) -> list[ParsedCall]:
+        """The calls for values the operator named that this turn's calls did not ask for (`unasked_values`).
+
+        The 1.5B model makes one call where a question names two pumps or two measurements; left to route again
+        after results it repeats its last call. So the name is chosen among the tools taking the parameter and the
+        parameter allows only the values not yet asked for; a call the turn already made is dropped.
+        """
+        made = _turn_calls(chat_history)
+        unasked = unasked_values(made, _last_user_text(chat_history), tools)
+        narrowed = with_values(tools, unasked) if unasked is not None else []
+        if not narrowed:
+            return []
+        said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
+        greedy = settings.model_copy(update={"temperature": 0.0})
+        names = [str(tool_function(t).get("name")) for t in narrowed]
+        calls = await self._named_calls(prompt, names, narrowed, said, greedy, usage)
+        return [c for c in calls if (c.name, dict(c.arguments)) not in made]
 
     async def _named_calls(
         self,
@@ -633,6 +669,20 @@ def _conversation_text(chat_history: ChatHistory) -> str:
 def _has_results(chat_history: ChatHistory) -> bool:
     """Whether any tool result is in the conversation."""
     return any(isinstance(item, FunctionResultContent) for m in chat_history.messages for item in m.items)
+
+
+def _turn_calls(chat_history: ChatHistory) -> list[tuple[str, dict[str, Any]]]:
+    """The calls (name, arguments) made since the operator last spoke."""
+    since = next(
+        (n for n in range(len(chat_history.messages) - 1, -1, -1) if chat_history.messages[n].role == AuthorRole.USER),
+        -1,
+    )
+    return [
+        (item.name or "", dict(_arguments(item.arguments)))
+        for message in chat_history.messages[since + 1 :]
+        for item in message.items
+        if isinstance(item, FunctionCallContent)
+    ]
 
 
 def _last_user_text(chat_history: ChatHistory) -> str:

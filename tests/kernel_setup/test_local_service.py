@@ -392,6 +392,57 @@ async def test_a_call_the_grammar_would_not_allow_is_decoded_again_under_the_gra
     assert arguments["grammar"].startswith("root ::= f") and arguments["temperature"] == 0.0
 
 
+async def test_a_pump_the_operator_named_that_no_call_asked_for_gets_a_follow_up_call(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            'assets-get_pump_details", "arguments": {"pump_id": "PUMP-001"}}\n</tool_call>',  # one call of two
+            'assets-get_pump_details"',  # after its result: the name, among the tools taking a pump id
+            '{"pump_id": "PUMP-002"}}\n</tool_call>',  # the arguments, the pump id limited to PUMP-002
+            "PUMP-001 and PUMP-002 are online.",
+        ],
+        scores=[-0.4],
+    )
+    result, _ = await run(tmp_path, engine, "How are PUMP-001 and PUMP-002 doing?")
+    assert [(c.name, c.arguments, c.status) for c in result.tool_calls] == [
+        ("assets-get_pump_details", {"pump_id": "PUMP-001"}, "ok"),
+        ("assets-get_pump_details", {"pump_id": "PUMP-002"}, "ok"),
+    ]
+    assert result.answer == "PUMP-001 and PUMP-002 are online." and result.usage.model_calls == 3
+    _, name, arguments, answer = engine.requests
+    assert "pump_id: PUMP-001" in name["prompt"] and name["prompt"].endswith('<tool_call>\n{"name": "')
+    assert '"assets-get_pump_details"' in name["grammar"] and "get_system_summary" not in name["grammar"]
+    assert "PUMP-002" in arguments["grammar"] and "PUMP-001" not in arguments["grammar"]
+    assert "pump_id: PUMP-002" in answer["prompt"]  # both results are read before the answer
+
+
+async def test_a_follow_up_call_the_turn_already_made_is_dropped_and_the_model_answers(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            'sensors-get_sensor_trend", "arguments": {"pump_id": "PUMP-007", "sensor_type": "vibration"}}',
+            'sensors-get_sensor_trend"',
+            '{"pump_id": "PUMP-007", "sensor_type": "vibration"}}\n</tool_call>',  # a repeat: not allowed
+            "The vibration of PUMP-007 is rising.",
+        ],
+        scores=[-0.4],
+    )
+    question = "For PUMP-007, show both the vibration trend and the bearing temperature trend."
+    result, _ = await run(tmp_path, engine, question)
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [
+        ("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "vibration"})
+    ]
+    assert result.answer == "The vibration of PUMP-007 is rising." and len(engine.requests) == 4
+    grammar = engine.requests[2]["grammar"]
+    assert "bearing_temperature" in grammar and "vibration" not in grammar
+
+
+async def test_without_follow_up_calls_the_model_answers_after_the_first_results(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        ['assets-get_pump_details", "arguments": {"pump_id": "PUMP-001"}}', "PUMP-001 is online."], scores=[-0.4]
+    )
+    result, _ = await run(tmp_path, engine, "How are PUMP-001 and PUMP-002 doing?", follow_up_calls=False)
+    assert len(result.tool_calls) == 1 and result.answer == "PUMP-001 is online." and len(engine.requests) == 2
+
+
 async def test_a_free_call_with_a_filter_written_badly_that_nobody_asked_for_is_kept_without_it(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [
