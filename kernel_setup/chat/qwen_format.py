@@ -55,7 +55,12 @@ RESULTS_NOTE = "Answer from these results in one short sentence with the key val
 # Our own words, outside the fenced data: the result itself says so too, but as data the model must not obey.
 # After a terse question about the plant's state ("Are we OK?", `asks_for_reassurance`): read with the fleet
 # summary, the model echoed the question ("Yes, we are OK.") over a critical and a high alarm in 2 of 5 answers.
-STATUS_NOTE = "Start with the active alarms by severity and their pumps; never say all is well while any is active."
+# Asked for the alarms "and their pumps", the model listed a pump for each severity although the fleet summary names
+# only the worst one: "low on PUMP-007, medium on PUMP-002, high on PUMP-003, ..." (2026-12-05 evening, every run).
+STATUS_NOTE = (
+    "Start with the active alarms by severity, naming only pumps these results name; never say all is well while "
+    "any is active."
+)
 PARKED_NOTE = "An action above was parked for a supervisor's approval and has not run: say so, with its approval id."
 # When every result of a round was parked, the sentence itself, with the gate's own ids. Asked only to "say so", the
 # model left the id out, invented one ("PAIR-6789") or promised a run ("It will be executed at the next scheduled

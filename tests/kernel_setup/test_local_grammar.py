@@ -288,7 +288,7 @@ def test_results_after_a_terse_status_question_ask_for_the_alarms_first_and_no_a
     summary = PromptMessage("tool", '{"active_alarms_total": 5}')
     status = render_prompt([PromptMessage("user", "Are we OK?"), summary], [])
     assert f"</tool_response>\n{RESULTS_NOTE} {STATUS_NOTE}<|im_end|>" in status
-    assert "never say all is well" in STATUS_NOTE
+    assert "never say all is well" in STATUS_NOTE and "naming only pumps these results name" in STATUS_NOTE
     # Only for the results answering such a question: a later, ordinary question gets the plain note.
     later = render_prompt(
         [
