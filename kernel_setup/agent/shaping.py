@@ -20,6 +20,8 @@ from functools import lru_cache
 FENCE_WORD = "UNTRUSTED-DATA"
 FLEET_SUMMARY_TOOL = "assets-get_system_summary"
 """The read the system text sends whole-fleet questions to (and the local model's status questions go to)."""
+MANUALS_TOOL = "docs-search_documentation"
+"""The search of the maintenance manuals (the local model's follow-up when a question asks what they say)."""
 _INVISIBLE = "\x00"  # what an invisible (format) character folds to while searching
 
 

@@ -35,7 +35,6 @@ __all__ = [
     "NAME_OPENING",
     "GrammarError",
     "Mentions",
-    "Unasked",
     "answer_grammar",
     "call_hints",
     "call_prefix",
@@ -46,9 +45,7 @@ __all__ = [
     "tool_calls_grammar",
     "tool_function",
     "tool_name_grammar",
-    "unasked_values",
     "validate_arguments",
-    "with_values",
 ]
 
 DECISION_CALL = "call"
@@ -387,63 +384,6 @@ def call_hints(
 def identifiers(text: str) -> list[str]:
     """The hyphenated identifiers in ``text`` as written (``PUMP-007``, ``Station-C``, ``ALM-0001``), once each."""
     return list(dict.fromkeys(_IDENTIFIER.findall(text)))
-
-
-@dataclass(frozen=True)
-class Unasked:
-    """Values the operator named for a parameter the turn's calls used that none of them asked for."""
-
-    parameter: str
-    values: tuple[Any, ...]
-
-
-def unasked_values(
-    made: Sequence[tuple[str, Mapping[str, Any]]], message: str, tools: Sequence[Mapping[str, Any]]
-) -> Unasked | None:
-    """The first parameter of the calls ``made`` (name, arguments) whose values ``message`` names beyond theirs.
-
-    "How are PUMP-001 and PUMP-002 doing?" answered with ``get_pump_details(pump_id=PUMP-001)`` leaves
-    ``pump_id``: PUMP-002; "both the vibration trend and the bearing temperature trend" after a vibration trend
-    leaves ``sensor_type``: bearing_temperature. An enum's value is named when `Mentions` finds it in
-    ``message``; another string's when it is one of ``message``'s `identifiers` with the same prefix (``PUMP-``)
-    as the value used, compared case-insensitively. A parameter no call used names nothing: a fleet-wide list
-    already covers the pumps a question names.
-    """
-    schemas = {str(tool_function(t).get("name")): tool_function(t).get("parameters") or {} for t in tools}
-    said = Mentions.of(message, nouns=enum_words(tools))
-    used: dict[str, set[str]] = {}
-    for _, arguments in made:
-        for key, value in arguments.items():
-            used.setdefault(key, set()).add(str(value).upper())
-    for name, arguments in made:
-        properties: Mapping[str, Any] = schemas.get(name, {}).get("properties") or {}
-        for key, value in arguments.items():
-            schema = properties.get(key) or {}
-            named: list[Any] = said.enum_values(schema) or []
-            if "enum" not in schema and isinstance(value, str) and "-" in value:
-                prefix = value.split("-", 1)[0].upper() + "-"
-                named = [i for i in identifiers(message) if i.upper().startswith(prefix)]
-            unasked = tuple(dict.fromkeys(v for v in named if str(v).upper() not in used[key]))
-            if unasked:
-                return Unasked(key, unasked)
-    return None
-
-
-def with_values(tools: Sequence[Mapping[str, Any]], unasked: Unasked) -> list[dict[str, Any]]:
-    """The ``tools`` that take ``unasked.parameter``, each requiring it and allowing only ``unasked.values``."""
-    narrowed: list[dict[str, Any]] = []
-    for tool in tools:
-        function = tool_function(tool)
-        parameters = function.get("parameters") or {}
-        properties = dict(parameters.get("properties") or {})
-        if unasked.parameter not in properties:
-            continue
-        schema = {k: v for k, v in properties[unasked.parameter].items() if k != "enum"}
-        properties[unasked.parameter] = {**schema, "enum": list(unasked.values)}
-        required = list(dict.fromkeys([*(parameters.get("required") or []), unasked.parameter]))
-        narrowed_parameters = {**parameters, "properties": properties, "required": required}
-        narrowed.append({"type": "function", "function": {**function, "parameters": narrowed_parameters}})
-    return narrowed
 
 
 def _hinted_values(schema: Mapping[str, Any], said: Mentions | None, required: bool) -> list[Any]:

@@ -20,7 +20,9 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    grammar would have allowed every token, less optional values nobody mentioned (`strict_tool_calls`:
    then it is the constrained greedy output, those values left out either way); otherwise the name and
    then the arguments are decoded under their grammars.
-   The calls come back as `FunctionCallContent` items; the runner executes them.
+   The calls come back as `FunctionCallContent` items; the runner executes them. After their results, values the
+   operator named for a parameter the calls used that none asked for ("PUMP-001 and PUMP-002" after PUMP-001's
+   details), or the manuals a message asks about, get one more call (``follow_up_calls``, `follow_up`).
 3. **Answer.** Free generation, streamed token by token. When routing chose to answer and the conversation
    holds no tool result yet, the opening (its first sentence) is held back and checked first: one that
    vouches for the plant or names a tool (`data_claim`: "No problems.", "check the assets-get_system_summary")
@@ -75,6 +77,7 @@ from governance import APPROVAL_ID
 from kernel_setup.agent.shaping import FenceScrubber, fence, remark, unfence
 from kernel_setup.chat.claim_check import data_claim, opening_complete
 from kernel_setup.chat.compact import compact_json
+from kernel_setup.chat.follow_up import asks_the_manuals, unasked_values, with_values
 from kernel_setup.chat.grammar import (
     NAME_OPENING,
     TOOL_CALL_CLOSE,
@@ -88,8 +91,6 @@ from kernel_setup.chat.grammar import (
     tool_calls_grammar,
     tool_function,
     tool_name_grammar,
-    unasked_values,
-    with_values,
 )
 from kernel_setup.chat.llama_engine import CompletionEngine
 from kernel_setup.chat.ollama_service import result_text
@@ -138,9 +139,12 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     off_topic_relevance: float = Field(default=0.25, ge=0.0, le=1.0)
     route_after_results: bool = False
     follow_up_calls: bool = True
-    """After results, a parameter the turn's calls used whose values the operator named beyond theirs ("PUMP-001 and
-    PUMP-002" after PUMP-001's details) gets one more call: its name among the tools taking that parameter and its
-    arguments under grammars, the parameter limited to the values not asked for (`unasked_values`)."""
+    """After results, what the operator asked for that the turn's calls did not (`kernel_setup.chat.follow_up`) gets
+    one more call under grammars: values named for a parameter the calls used ("PUMP-001 and PUMP-002" after
+    PUMP-001's details), that parameter limited to them; or, with `manuals_tool`, the manuals the message asks about."""
+    manuals_tool: str | None = None
+    """The search of the manuals that a message asking what they say gets after results, when the turn has not
+    called it (`asks_the_manuals`); None: no such follow-up."""
     claim_check: bool = True
     status_questions: bool = True
     """A terse question after the plant's state (`asks_for_reassurance`: "Anything wrong?") the model would answer
@@ -427,21 +431,25 @@ class LocalChatCompletion(ChatCompletionClientBase):
         usage: _Usage,
         settings: LocalChatPromptExecutionSettings,
     ) -> list[ParsedCall]:
-        """The calls for values the operator named that this turn's calls did not ask for (`unasked_values`).
+        """The call for what the operator asked that this turn's calls did not (`kernel_setup.chat.follow_up`).
 
-        The 1.5B model makes one call where a question names two pumps or two measurements; left to route again
-        after results it repeats its last call. So the name is chosen among the tools taking the parameter and the
-        parameter allows only the values not yet asked for; a call the turn already made is dropped.
+        Values named for a parameter the calls used come first: the name among the tools taking that parameter, the
+        parameter allowing only those values. Then the manuals (`manuals_tool`), the search's arguments under its
+        grammar. A call the turn already made is dropped.
         """
         made = _turn_calls(chat_history)
-        unasked = unasked_values(made, _last_user_text(chat_history), tools)
-        narrowed = with_values(tools, unasked) if unasked is not None else []
-        if not narrowed:
-            return []
+        message = _last_user_text(chat_history)
         said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
         greedy = settings.model_copy(update={"temperature": 0.0})
-        names = [str(tool_function(t).get("name")) for t in narrowed]
-        calls = await self._named_calls(prompt, names, narrowed, said, greedy, usage)
+        unasked = unasked_values(made, message, tools)
+        if narrowed := with_values(tools, unasked) if unasked is not None else []:
+            names = [str(tool_function(t).get("name")) for t in narrowed]
+            calls = await self._named_calls(prompt, names, narrowed, said, greedy, usage)
+        elif (manuals := settings.manuals_tool) and asks_the_manuals(message) and manuals not in (n for n, _ in made):
+            search = [t for t in tools if tool_function(t).get("name") == manuals]
+            calls = await self._calls_of(prompt, manuals, search, said, greedy, usage) if search else []
+        else:
+            return []
         return [c for c in calls if (c.name, dict(c.arguments)) not in made]
 
     async def _named_calls(

@@ -20,7 +20,7 @@ from semantic_kernel.contents.chat_history import ChatHistory
 from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 
-from kernel_setup.agent.shaping import FLEET_SUMMARY_TOOL
+from kernel_setup.agent.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
 from kernel_setup.chat.factory import (
     ModelUnavailableError,
     check_ollama,
@@ -84,13 +84,15 @@ def local_service(settings: Settings, relevance: Relevance | None = None) -> Loc
 def local_execution_settings(settings: Settings, *, seed: int | None = None) -> LocalChatPromptExecutionSettings:
     """Request options for the local model; it samples at the configured chat temperature (Ollama.Temperature).
 
-    A terse status question ("Anything wrong?") calls the fleet summary, as the system text says for the whole fleet.
+    A terse status question ("Anything wrong?") calls the fleet summary, as the system text says for the whole fleet;
+    a question asking what the manuals say searches them when its first calls did not.
     """
     return LocalChatPromptExecutionSettings(
         service_id=SERVICE_ID,
         temperature=settings.ollama.temperature,
         seed=seed,
         status_tool=FLEET_SUMMARY_TOOL,
+        manuals_tool=MANUALS_TOOL,
     )
 
 

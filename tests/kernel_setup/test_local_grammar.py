@@ -16,9 +16,7 @@ from kernel_setup.chat.grammar import (
     identifiers,
     route_grammar,
     tool_calls_grammar,
-    unasked_values,
     validate_arguments,
-    with_values,
 )
 from kernel_setup.chat.qwen_format import (
     PARKED_NOTE,
@@ -143,76 +141,6 @@ def test_call_hints_spell_each_call_as_written_with_mentioned_enum_values_and_ev
 def test_identifiers_are_the_hyphenated_words_as_written() -> None:
     text = "Is PUMP-007 at Station-C worse than PUMP-007's twin, or ALM-0001 (drive-end)? x-y-z"
     assert identifiers(text) == ["PUMP-007", "Station-C", "ALM-0001", "drive-end"]
-
-
-DETAILS: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "assets-get_pump_details",
-        "parameters": {"type": "object", "properties": {"pump_id": {"type": "string"}}, "required": ["pump_id"]},
-    },
-}
-
-
-@pytest.mark.parametrize(
-    ("made", "message", "expected"),
-    [
-        # The eval's parallel questions the local model answered with one call.
-        (
-            [("assets-get_pump_details", {"pump_id": "PUMP-001"})],
-            "How are PUMP-001 and PUMP-002 doing?",
-            ("pump_id", ("PUMP-002",)),
-        ),
-        (
-            [("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "vibration"})],
-            "For PUMP-007, show both the vibration trend and the flow trend.",
-            ("sensor_type", ("flow",)),
-        ),
-        # Case and the operator's spelling: asked for as written, compared case-insensitively.
-        (
-            [("assets-get_pump_details", {"pump_id": "PUMP-004"})],
-            "compare pump-004 with pump-007 and PUMP-004's twin",
-            ("pump_id", ("pump-007",)),
-        ),
-        # Everything named was asked for, or the calls used no such parameter.
-        ([("assets-get_pump_details", {"pump_id": "PUMP-007"})], "How is PUMP-007 at Station-C?", None),
-        ([("assets-get_system_summary", {})], "Status of PUMP-006 and PUMP-008?", None),
-        (
-            [
-                ("assets-get_pump_details", {"pump_id": "PUMP-001"}),
-                ("assets-get_pump_details", {"pump_id": "PUMP-002"}),
-            ],
-            "How are PUMP-001 and PUMP-002 doing?",
-            None,
-        ),
-        # A word before another enum value only qualifies it: "low flow" names no severity.
-        ([("alarms-list_alarms", {"severity": "critical"})], "Critical alarms on pumps with low flow?", None),
-        ([("alarms-list_alarms", {"severity": "critical"})], "Critical and low alarms?", ("severity", ("low",))),
-    ],
-)
-def test_unasked_values_are_the_ones_named_for_a_parameter_the_turns_calls_used(
-    made: list[tuple[str, dict[str, Any]]], message: str, expected: tuple[str, tuple[str, ...]] | None
-) -> None:
-    found = unasked_values(made, message, [*TOOLS, DETAILS])
-    assert (None if found is None else (found.parameter, found.values)) == expected
-
-
-def test_with_values_narrows_the_tools_taking_the_parameter_to_the_unasked_values_and_requires_it() -> None:
-    found = unasked_values([("alarms-list_alarms", {"severity": "critical"})], "critical and low alarms", TOOLS)
-    assert found is not None
-    narrowed = with_values([*TOOLS, DETAILS], found)
-    assert [t["function"]["name"] for t in narrowed] == ["alarms-list_alarms"]
-    parameters = narrowed[0]["function"]["parameters"]
-    assert parameters["properties"]["severity"] == {"type": "string", "enum": ["low"]}
-    assert parameters["required"] == ["severity"] and "active_only" in parameters["properties"]
-    assert ALARMS["function"]["parameters"]["properties"]["severity"]["enum"] == ["low", "critical"]  # untouched
-    pump = unasked_values([("assets-get_pump_details", {"pump_id": "PUMP-001"})], "PUMP-001, PUMP-002", [DETAILS])
-    assert pump is not None
-    both = with_values([*TOOLS, DETAILS], pump)
-    assert [t["function"]["name"] for t in both] == ["sensors-get_sensor_trend", "assets-get_pump_details"]
-    assert all(t["function"]["parameters"]["properties"]["pump_id"]["enum"] == ["PUMP-002"] for t in both)
-    grammar = tool_calls_grammar(both, first="assets-get_pump_details")
-    assert "PUMP-002" in grammar and "PUMP-001" not in grammar
 
 
 def test_route_and_answer_grammars() -> None:

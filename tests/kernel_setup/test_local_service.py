@@ -435,6 +435,37 @@ async def test_a_follow_up_call_the_turn_already_made_is_dropped_and_the_model_a
     assert "bearing_temperature" in grammar and "vibration" not in grammar
 
 
+async def test_a_question_asking_what_the_manuals_say_searches_them_after_its_first_results(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            'assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}',  # the pump, not the manuals
+            '{"question": "vibration zone D response"}}\n</tool_call>',  # the search's arguments, under its grammar
+            "PUMP-007 is in zone D; the manuals say to stop it.",
+        ],
+        scores=[-0.4],
+    )
+    question = "PUMP-007's vibration is high: what zone is it in and what does the manual say to do?"
+    result, _ = await run(tmp_path, engine, question, manuals_tool="docs-search_documentation")
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [
+        ("assets-get_pump_details", {"pump_id": "PUMP-007"}),
+        ("docs-search_documentation", {"question": "vibration zone D response"}),
+    ]
+    _, search, answer = engine.requests
+    assert "<tool_response>" in answer["prompt"]  # the search's result is read before the answer
+    assert search["prompt"].endswith('{"name": "docs-search_documentation", "arguments": ')
+    assert "pump_id: PUMP-007" in search["prompt"] and search["temperature"] == 0.0
+    assert result.answer == "PUMP-007 is in zone D; the manuals say to stop it." and result.usage.model_calls == 3
+    # Without the setting (an integrator's own request settings), or once the turn searched, no such follow-up.
+    plain = ScoringEngine(['assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}', "Zone D."], scores=[-0.4])
+    unset, _ = await run(tmp_path, plain, question)
+    assert len(unset.tool_calls) == 1 and len(plain.requests) == 2
+    searched = ScoringEngine(
+        ['docs-search_documentation", "arguments": {"question": "zone D"}}', "Stop it."], scores=[-0.4]
+    )
+    again, _ = await run(tmp_path, searched, question, manuals_tool="docs-search_documentation")
+    assert len(again.tool_calls) == 1 and len(searched.requests) == 2
+
+
 async def test_without_follow_up_calls_the_model_answers_after_the_first_results(tmp_path: Path) -> None:
     engine = ScoringEngine(
         ['assets-get_pump_details", "arguments": {"pump_id": "PUMP-001"}}', "PUMP-001 is online."], scores=[-0.4]
@@ -663,8 +694,9 @@ async def test_a_status_question_calls_the_configured_status_tool_without_decodi
     assert [c.name for c in result.tool_calls] == ["alarms-list_alarms"]
 
 
-def test_the_local_provider_sends_status_questions_to_the_fleet_summary(tmp_path: Path) -> None:
-    assert local_execution_settings(make_settings(tmp_path)).status_tool == "assets-get_system_summary"
+def test_the_local_provider_names_the_fleet_summary_and_the_manuals_search(tmp_path: Path) -> None:
+    provided = local_execution_settings(make_settings(tmp_path))
+    assert provided.status_tool == "assets-get_system_summary" and provided.manuals_tool == "docs-search_documentation"
 
 
 async def test_small_talk_and_status_questions_with_the_setting_off_are_left_to_the_model(tmp_path: Path) -> None:
