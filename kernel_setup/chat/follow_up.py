@@ -7,7 +7,7 @@ again after its results, it repeated its last call. So the connector looks at th
 made since it (`kernel_setup.chat.local_service`), and decodes one more call under grammars where:
 
 * the message names values of a parameter the turn's calls used beyond theirs (`unasked_values`): the call's name
-  is chosen among the tools taking that parameter and the parameter allows only those values (`with_values`);
+  is chosen among the reads taking that parameter and the parameter allows only those values (`with_values`);
 * the message asks what the manuals say (`asks_the_manuals`) and the turn has not searched them.
 
 Pure: regular expressions and the tool schemas only.

@@ -433,7 +433,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
     ) -> list[ParsedCall]:
         """The call for what the operator asked that this turn's calls did not (`kernel_setup.chat.follow_up`).
 
-        Values named for a parameter the calls used come first: the name among the tools taking that parameter, the
+        Values named for a parameter the calls used come first: the name among the reads taking that parameter, the
         parameter allowing only those values. Then the manuals (`manuals_tool`), the search's arguments under its
         grammar. A call the turn already made is dropped.
         """
@@ -441,12 +441,17 @@ class LocalChatCompletion(ChatCompletionClientBase):
         message = _last_user_text(chat_history)
         said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
         greedy = settings.model_copy(update={"temperature": 0.0})
+        # Only reads follow up (all tools when the kernel's declarations are unknown): a second write nobody
+        # quite asked for ("a work order for PUMP-007 like PUMP-004's") would only wait on a supervisor.
+        readable = [
+            t for t in tools if settings.read_tools is None or tool_function(t).get("name") in settings.read_tools
+        ]
         unasked = unasked_values(made, message, tools)
-        if narrowed := with_values(tools, unasked) if unasked is not None else []:
+        if narrowed := with_values(readable, unasked) if unasked is not None else []:
             names = [str(tool_function(t).get("name")) for t in narrowed]
             calls = await self._named_calls(prompt, names, narrowed, said, greedy, usage)
         elif (manuals := settings.manuals_tool) and asks_the_manuals(message) and manuals not in (n for n, _ in made):
-            search = [t for t in tools if tool_function(t).get("name") == manuals]
+            search = [t for t in readable if tool_function(t).get("name") == manuals]
             calls = await self._calls_of(prompt, manuals, search, said, greedy, usage) if search else []
         else:
             return []
@@ -483,7 +488,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
         ``preferred``, when it is one of those reads, is called without decoding a name, and without decoding its
         arguments when it takes none (the fleet summary: its eight constrained tokens took about 1.2 s).
         """
-        readable = [t for t in tools if settings.read_tools is None or t["function"]["name"] in settings.read_tools]
+        readable = _reads(tools, settings)
         names = [str(t["function"]["name"]) for t in readable]
         if preferred in names:
             tool = readable[names.index(preferred)]["function"]
@@ -677,6 +682,11 @@ def _conversation_text(chat_history: ChatHistory) -> str:
 def _has_results(chat_history: ChatHistory) -> bool:
     """Whether any tool result is in the conversation."""
     return any(isinstance(item, FunctionResultContent) for m in chat_history.messages for item in m.items)
+
+
+def _reads(tools: Sequence[Mapping[str, Any]], settings: LocalChatPromptExecutionSettings) -> list[Mapping[str, Any]]:
+    """The ``tools`` the kernel declares reads (`read_tools`); all of them when that is unknown."""
+    return [t for t in tools if settings.read_tools is None or tool_function(t).get("name") in settings.read_tools]
 
 
 def _turn_calls(chat_history: ChatHistory) -> list[tuple[str, dict[str, Any]]]:

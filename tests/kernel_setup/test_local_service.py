@@ -415,6 +415,19 @@ async def test_a_pump_the_operator_named_that_no_call_asked_for_gets_a_follow_up
     assert "pump_id: PUMP-002" in answer["prompt"]  # both results are read before the answer
 
 
+async def test_only_reads_follow_up_a_second_write_is_left_to_the_operator(tmp_path: Path) -> None:
+    engine = ScoringEngine(
+        [
+            'alarms-acknowledge_alarm", "arguments": {"alarm_id": "ALM-0001", "note": "Crew dispatched"}}',
+            "Waiting for a supervisor's approval.",
+        ],
+        scores=[-0.4],
+    )
+    result, _ = await run(tmp_path, engine, "Acknowledge ALM-0001 and ALM-0002: crew dispatched")
+    assert [(c.name, c.status) for c in result.tool_calls] == [("alarms-acknowledge_alarm", "pending_approval")]
+    assert len(engine.requests) == 2  # ALM-0002 named, but no read takes an alarm id: no follow-up
+
+
 async def test_a_follow_up_call_the_turn_already_made_is_dropped_and_the_model_answers(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [
