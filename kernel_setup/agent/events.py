@@ -16,6 +16,8 @@ class ToolCallRecord(BaseModel):
     status: str
     summary: str
     duration_ms: float
+    approval_id: str | None = None
+    """The approval a ``pending_approval`` call waits on (``APR-…``): what a supervisor approves or rejects."""
 
 
 class Usage(BaseModel):

@@ -44,7 +44,7 @@ from kernel_setup.agent.events import (
     Usage,
 )
 from kernel_setup.agent.sessions import SessionStore, new_session_id, trim_history
-from kernel_setup.agent.shaping import fence, new_marker, system_prompt, truncate
+from kernel_setup.agent.shaping import fence, new_marker, parked_approval_id, system_prompt, truncate
 from kernel_setup.agent.tokens import estimate_tokens
 from kernel_setup.arguments import ToolArgumentError, coerce_arguments
 from kernel_setup.call_context import CallContext, acting_as, current_call
@@ -328,6 +328,7 @@ class TurnRunner:
             status=outcome.status,
             summary=_summary(outcome, text),
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            approval_id=(parked_approval_id(text) or None) if outcome.status == "pending_approval" else None,
         )
         return call, text, record
 

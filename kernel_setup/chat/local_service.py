@@ -73,8 +73,7 @@ from semantic_kernel.contents.streaming_text_content import StreamingTextContent
 from semantic_kernel.exceptions import ServiceResponseException
 from semantic_kernel.kernel import Kernel
 
-from governance import APPROVAL_ID
-from kernel_setup.agent.shaping import FenceScrubber, fence, remark, unfence
+from kernel_setup.agent.shaping import FenceScrubber, fence, parked_approval_id, remark, unfence
 from kernel_setup.chat.claim_check import data_claim, opening_complete
 from kernel_setup.chat.compact import compact_json
 from kernel_setup.chat.follow_up import asks_the_manuals, unasked_values, with_values
@@ -660,17 +659,6 @@ def compact_result(text: str, marker: str) -> str:
     if fenced is None:
         return compact_json(text)
     return fence(compact_json(fenced[1]), marker)
-
-
-def parked_approval_id(text: str) -> str:
-    """The approval id in the gate's payload of a parked result (fenced or not); "" unless it has the ids' form."""
-    fenced = unfence(text)
-    try:
-        payload = json.loads(fenced[1] if fenced is not None else text)
-    except ValueError:
-        return ""
-    found = payload.get("approval_id") if isinstance(payload, dict) else None
-    return found if isinstance(found, str) and APPROVAL_ID.fullmatch(found) else ""
 
 
 def _conversation_text(chat_history: ChatHistory) -> str:

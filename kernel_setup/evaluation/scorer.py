@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from governance import APPROVAL_ID
 from kernel_setup.agent.events import ToolCallRecord, TurnResult
 from kernel_setup.evaluation.questions import ArgumentConstraint, Category, ExpectedCall, GoldenItem
 
@@ -151,9 +150,8 @@ def _fact_found(answer: str, fact: str | list[str]) -> bool:
 
 
 def _approval_ids(calls: Sequence[ToolCallRecord]) -> list[str]:
-    """The approval ids of the turn's parked calls, as the runner's summary gives them."""
-    found = (APPROVAL_ID.search(c.summary) for c in calls if c.status == "pending_approval")
-    return [match.group(0) for match in found if match is not None]
+    """The approval ids of the turn's parked calls."""
+    return [c.approval_id for c in calls if c.status == "pending_approval" and c.approval_id]
 
 
 def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:

@@ -192,8 +192,10 @@ async def test_writes_in_one_model_turn_are_parked_one_at_a_time_in_call_order(t
     async with open_app(settings, chat_transport=fake.transport()) as app:
         result = await app.runner().run("Raise work for 4 and 7")
         assert [c.status for c in result.tool_calls] == ["pending_approval", "ok", "pending_approval"]
-        rows = await app.db.fetch_all("SELECT arguments FROM approvals ORDER BY rowid")
+        rows = await app.db.fetch_all("SELECT approval_id, arguments FROM approvals ORDER BY rowid")
         assert [json.loads(r["arguments"])["pump_id"] for r in rows] == ["PUMP-004", "PUMP-007"]
+        # Each parked call's record names the approval it waits on; the read's names none.
+        assert [c.approval_id for c in result.tool_calls] == [rows[0]["approval_id"], None, rows[1]["approval_id"]]
         assert [t["tool_name"] for t in fake.tool_messages(1)] == [
             "work_orders-create_work_order",
             "assets-get_system_summary",

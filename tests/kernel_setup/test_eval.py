@@ -193,7 +193,7 @@ def test_a_write_must_end_pending_approval() -> None:
 def test_a_parked_call_s_approval_id_is_a_fact_its_answer_must_give() -> None:
     call = ("work_orders-create_work_order", {"pump_id": "PUMP-007", "priority": "urgent"}, "pending_approval")
     parked = turn("Parked for approval.", call)
-    parked.tool_calls[0].summary = "pending approval APR-1A2B3C4D"  # as the runner writes it
+    parked.tool_calls[0].approval_id = "APR-1A2B3C4D"  # as the runner records it
     score = score_trial(WRITE, Transcript(item_id="wo", trial=0, result=parked))
     assert not score.passed and score.fact_recall == 0.0 and "APR-1A2B3C4D" in score.problems[0]
     parked.answer = "Waiting for a supervisor's approval as APR-1A2B3C4D; nothing has been done yet."

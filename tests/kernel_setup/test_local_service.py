@@ -15,12 +15,11 @@ from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.agent.events import TextDelta, TurnFinished
 from kernel_setup.agent.runner import ChatServiceError, TurnRunner
-from kernel_setup.agent.shaping import fence
+from kernel_setup.agent.shaping import fence, parked_approval_id
 from kernel_setup.chat.local_service import (
     LocalChatCompletion,
     LocalChatPromptExecutionSettings,
     Route,
-    parked_approval_id,
 )
 from kernel_setup.chat.provider import local_execution_settings
 from kernel_setup.chat.qwen_format import PARKED_NOTE, PARKED_SENTENCE
