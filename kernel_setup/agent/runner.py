@@ -53,6 +53,7 @@ from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.grounding import misattributed_numbers, misstated_comparisons, ungrounded_ids, ungrounded_numbers
+from kernel_setup.rankings import misranked_pumps
 from kernel_setup.reassurance import misstated_severities, overlooked_alarms
 from kernel_setup.settings import AgentSettings
 from plugins.declarations import traits_of
@@ -193,7 +194,8 @@ class TurnRunner:
             misattributed_numbers=misattributed_numbers(answer, turn.tool_texts, question),
             overlooked_alarms=overlooked_alarms(answer, turn.tool_texts),
             misstated_severities=misstated_severities(answer, turn.tool_texts),
-            misstated_comparisons=misstated_comparisons(answer),
+            # A number against a limit, and one pump against another on a measurement the results give both.
+            misstated_comparisons=[*misstated_comparisons(answer), *misranked_pumps(answer, turn.tool_texts)],
             usage=turn.usage,
             session=session_id,
         )

@@ -5,7 +5,8 @@ and allowed names), argument accuracy (each expected call matched with its argum
 (the item's facts and, for a write item, the approval id of every call the gate parked), groundedness (no
 ungrounded numbers or record ids, no number told of the wrong pump: `TurnResult.misattributed_numbers`, no
 all-clear that the turn's results contradict: `overlooked_alarms`, no severity they contradict:
-`misstated_severities`, no number compared with a limit the wrong way round: `misstated_comparisons`),
+`misstated_severities`, no number compared with a limit, nor one pump with another, the wrong way round:
+`misstated_comparisons`),
 irrelevance (no call at all, for small-talk items). A trial passes when all of these hold and the turn answered.
 Per category: the means, model calls per question, latency, pass^1 (mean pass rate over trials) and pass^k (the
 share of items that passed in every one of the k trials).

@@ -317,6 +317,22 @@ async def test_an_alarm_told_with_another_severity_than_its_result_is_listed(set
     assert result.misstated_severities == ["ALM-0002 is high, not medium"] and result.overlooked_alarms == []
 
 
+async def test_one_pump_compared_with_another_the_wrong_way_round_is_listed(settings: Settings) -> None:
+    # The eval's answer to "Compare the vibration of PUMP-004 and PUMP-007." (7.8 and 9.4 mm/s in the sample fleet).
+    readings = [
+        call("sensors-get_sensor_readings", sensor_type="vibration", pump_id="PUMP-004"),
+        call("sensors-get_sensor_readings", sensor_type="vibration", pump_id="PUMP-007"),
+    ]
+    fake = ScriptedOllama(
+        [reply(tool_calls=readings), reply("The vibration of PUMP-004 is higher than that of PUMP-007.")]
+    )
+    result = await run_turn(settings, fake, "Compare the vibration of PUMP-004 and PUMP-007.")
+    assert result.ungrounded == [] and result.misattributed_numbers == []
+    assert result.misstated_comparisons == ["PUMP-004's vibration 7.8 is not higher than PUMP-007's 9.4"]
+    right = ScriptedOllama([reply(tool_calls=readings), reply("PUMP-007 vibrates more than PUMP-004.")])
+    assert (await run_turn(settings, right, "Compare them.")).misstated_comparisons == []
+
+
 async def test_a_value_compared_with_its_threshold_the_wrong_way_round_is_listed(settings: Settings) -> None:
     details = call("assets-get_pump_details", pump_id="PUMP-007")
     fake = ScriptedOllama(
