@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernel_setup.chat.grammar import Mentions, enum_words, identifiers, tool_function
+from kernel_setup.chat.grammar import Mentions, enum_words, identifiers, tool_function, tool_schemas
 
 __all__ = ["Unasked", "asks_the_manuals", "unasked_values", "with_values"]
 
@@ -61,7 +61,7 @@ def unasked_values(
     as the value used, compared case-insensitively. A parameter no call used names nothing: a fleet-wide list
     already covers the pumps a question names.
     """
-    schemas = {str(tool_function(t).get("name")): tool_function(t).get("parameters") or {} for t in tools}
+    schemas = tool_schemas(tools)
     said = Mentions.of(message, nouns=enum_words(tools))
     used: dict[str, set[str]] = {}
     for _, arguments in made:

@@ -45,6 +45,7 @@ __all__ = [
     "tool_calls_grammar",
     "tool_function",
     "tool_name_grammar",
+    "tool_schemas",
     "validate_arguments",
 ]
 
@@ -172,6 +173,11 @@ def tool_function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
     """A tool's function (``name``, ``description``, ``parameters``): as advertised under ``"function"``, or bare."""
     function = tool.get("function", tool)
     return function if isinstance(function, Mapping) else {}
+
+
+def tool_schemas(tools: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Each tool's parameters schema by its name (an empty one for a tool without parameters)."""
+    return {str(tool_function(t).get("name")): tool_function(t).get("parameters") or {} for t in tools}
 
 
 def enum_words(tools: Sequence[Mapping[str, Any]]) -> set[str]:

@@ -438,22 +438,26 @@ class LocalChatCompletion(ChatCompletionClientBase):
         """
         made = _turn_calls(chat_history)
         message = _last_user_text(chat_history)
-        said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
-        greedy = settings.model_copy(update={"temperature": 0.0})
         # Only reads follow up (all tools when the kernel's declarations are unknown): a second write nobody
         # quite asked for ("a work order for PUMP-007 like PUMP-004's") would only wait on a supervisor.
-        readable = [
-            t for t in tools if settings.read_tools is None or tool_function(t).get("name") in settings.read_tools
-        ]
+        readable = _reads(tools, settings)
         unasked = unasked_values(made, message, tools)
-        if narrowed := with_values(readable, unasked) if unasked is not None else []:
+        narrowed = with_values(readable, unasked) if unasked is not None else []
+        manuals = settings.manuals_tool
+        search = (
+            [t for t in readable if tool_function(t).get("name") == manuals]
+            if not narrowed and manuals and asks_the_manuals(message) and manuals not in (n for n, _ in made)
+            else []
+        )
+        if not narrowed and not search:
+            return []
+        said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
+        greedy = settings.model_copy(update={"temperature": 0.0})
+        if narrowed:
             names = [str(tool_function(t).get("name")) for t in narrowed]
             calls = await self._named_calls(prompt, names, narrowed, said, greedy, usage)
-        elif (manuals := settings.manuals_tool) and asks_the_manuals(message) and manuals not in (n for n, _ in made):
-            search = [t for t in readable if tool_function(t).get("name") == manuals]
-            calls = await self._calls_of(prompt, manuals, search, said, greedy, usage) if search else []
         else:
-            return []
+            calls = await self._calls_of(prompt, str(manuals), search, said, greedy, usage)
         return [c for c in calls if (c.name, dict(c.arguments)) not in made]
 
     async def _named_calls(

@@ -15,7 +15,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kernel_setup.chat.grammar import TOOL_CALL_CLOSE, TOOL_CALL_OPEN, Mentions, tool_function, validate_arguments
+from kernel_setup.chat.grammar import (
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_OPEN,
+    Mentions,
+    tool_function,
+    tool_schemas,
+    validate_arguments,
+)
 from kernel_setup.reassurance import asks_for_reassurance
 
 __all__ = [
@@ -249,7 +256,7 @@ def parse_tool_calls(text: str, tools: Sequence[Mapping[str, Any]], said: Mentio
     (`Mentions.grounded`) before the schema is checked: a filter nobody asked for narrows the answer
     silently, and one written badly (``"min_value": ""``) would only be left out after a retry.
     """
-    schemas = _schemas(tools)
+    schemas = tool_schemas(tools)
     calls: list[ParsedCall] = []
     for name, arguments in _blocks(text):
         if name not in schemas:
@@ -301,14 +308,10 @@ def strict_tool_calls(
     calls = parse_tool_calls(text, tools, said)
     if outside or not 0 < blocks <= max_calls or len(calls) != blocks:
         return []
-    schemas = _schemas(tools)
+    schemas = tool_schemas(tools)
     if not all(said.allows(arguments, schemas[name]) for name, arguments in _blocks(text)):
         return []
     return calls
 
 
 _BLOCK = re.compile(re.escape(TOOL_CALL_OPEN) + ".*?" + re.escape(TOOL_CALL_CLOSE), re.DOTALL)
-
-
-def _schemas(tools: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    return {str(tool_function(t).get("name")): tool_function(t).get("parameters") or {} for t in tools}
