@@ -84,9 +84,11 @@ from governance import APPROVAL_ID
 
 __all__ = [
     "RECORD_ID",
+    "SENTENCE_BREAK",
     "SMALL_INTEGER_LIMIT",
     "misattributed_numbers",
     "misstated_comparisons",
+    "pump_key",
     "record_key",
     "ungrounded_ids",
     "ungrounded_numbers",
@@ -249,7 +251,14 @@ def record_key(match: re.Match[str]) -> tuple[str, str]:
     return "APR", match.group(0).upper()
 
 
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n+")
+def pump_key(text: str) -> tuple[str, str] | None:
+    """The `record_key` of ``text`` when it is a pump id (``PUMP-007``, `` pump-7 ``), else None."""
+    match = RECORD_ID.fullmatch(text.strip())
+    return record_key(match) if match is not None and (match.group("kind") or "").upper() == "PUMP" else None
+
+
+SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n+")
+"""Where the answer checks split an answer into sentences (or list lines)."""
 _ELSEWHERE = re.compile(
     r"\b(?:than|next|other|others|another|second|rest|compared|versus|vs|whereas|while|followed|respectively|each"
     r"|unlike|not|fleet|all|any|overall|average|range|ranges|ranging|between|highest|lowest|maximum|minimum|max|min"
@@ -280,7 +289,7 @@ def misattributed_numbers(answer: str, tool_results: Sequence[str], question: st
         return []  # no other pump to confuse it with
     _add_text_support(question, scopes[None])
     flagged: dict[str, None] = {}
-    for sentence in _SENTENCE_BREAK.split(answer):
+    for sentence in SENTENCE_BREAK.split(answer):
         pumps = _pumps_named(sentence, names)
         if len(pumps) != 1 or _ELSEWHERE.search(sentence):
             continue
@@ -314,7 +323,7 @@ def misstated_comparisons(answer: str) -> list[str]:
     numbers as written; without duplicates, in order of appearance.
     """
     flagged: dict[str, None] = {}
-    for sentence in _SENTENCE_BREAK.split(answer):
+    for sentence in SENTENCE_BREAK.split(answer):
         masked = _mask(sentence)
         numbers = list(_mentions(masked))
         for word in _COMPARING.finditer(masked):
@@ -357,9 +366,8 @@ def _add_scoped_support(
         if isinstance(item, dict):
             own = item.get("pump_id")
             own = own.strip() if isinstance(own, str) else ""
-            match = RECORD_ID.fullmatch(own)
-            if match is not None and (match.group("kind") or "").upper() == "PUMP":
-                pump = record_key(match)
+            if (key := pump_key(own)) is not None:
+                pump = key
                 shown.setdefault(pump, own)
                 name = item.get("name")
                 if isinstance(name, str) and name.strip():

@@ -5,8 +5,8 @@ Asked to "Compare the vibration of PUMP-004 and PUMP-007", the local model read 
 because none is written, so the other checks pass it. `misranked_pumps` judges, sentence by sentence, one plain
 form: exactly two pumps named by id, a comparative and "than" between them (higher, greater, more, larger,
 hotter; lower, less, smaller, cooler), and exactly one measurement named in the sentence (vibration, temperature,
-flow, pressure, motor current). The first pump is the one said to be higher or lower. A negation between the pumps,
-"respectively", a second measurement or a pump whose value the results do not give unambiguously settles nothing.
+flow, pressure, motor current). The first pump is the one said to be higher or lower. A negation or "respectively"
+in the sentence, a second measurement or a pump whose value the results do not give unambiguously settles nothing.
 
 The values come from the results' JSON: every object's ``value`` (or a trend's ``latest``) under the
 ``pump_id`` and ``sensor_type`` it or an enclosing object gives. A pump given two different values of one
@@ -20,11 +20,10 @@ import json
 import re
 from collections.abc import Sequence
 
-from kernel_setup.grounding import RECORD_ID, record_key
+from kernel_setup.grounding import RECORD_ID, SENTENCE_BREAK, pump_key, record_key
 
 __all__ = ["misranked_pumps"]
 
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 _COMPARATIVE = re.compile(
     r"\b(?:(?P<higher>higher|greater|more|larger|hotter|warmer)|(?P<lower>lower|less|smaller|cooler))\b"
     r"(?:\s+[\w-]+){0,3}?\s+than\b",
@@ -48,7 +47,7 @@ def misranked_pumps(answer: str, tool_results: Sequence[str]) -> list[str]:
     """
     values = _values(tool_results)
     flagged: dict[str, None] = {}
-    for sentence in _SENTENCE.split(answer):
+    for sentence in SENTENCE_BREAK.split(answer):
         pumps = [m for m in RECORD_ID.finditer(sentence) if (m.group("kind") or "").upper() == "PUMP"]
         if len({record_key(m) for m in pumps}) != 2:
             continue
@@ -56,10 +55,10 @@ def misranked_pumps(answer: str, tool_results: Sequence[str]) -> list[str]:
         between = sentence[first.end() : second.start()]
         said = _COMPARATIVE.search(between)
         measured = [name for name, pattern in _MEASUREMENTS.items() if pattern.search(sentence)]
-        if said is None or _NEGATION.search(between) or _NEGATION.search(sentence) or len(measured) != 1:
+        if said is None or _NEGATION.search(sentence) or len(measured) != 1:
             continue
-        a = values.get((_pump(first), measured[0]))
-        b = values.get((_pump(second), measured[0]))
+        a = values.get((record_key(first), measured[0]))
+        b = values.get((record_key(second), measured[0]))
         if a is None or b is None:
             continue
         higher = said.group("higher") is not None
@@ -72,32 +71,23 @@ def misranked_pumps(answer: str, tool_results: Sequence[str]) -> list[str]:
     return list(flagged)
 
 
-def _pump(match: re.Match[str]) -> str:
-    return f"PUMP-{int(record_key(match)[1]):03d}"
-
-
-def _registry_form(pump_id: str) -> str:
-    match = RECORD_ID.fullmatch(pump_id.strip())
-    return _pump(match) if match is not None and (match.group("kind") or "").upper() == "PUMP" else pump_id.upper()
-
-
 def _shown(value: float) -> str:
     return str(int(value)) if value.is_integer() else str(value)
 
 
-def _values(tool_results: Sequence[str]) -> dict[tuple[str, str], float]:
-    """Each (pump, measurement) the results give exactly one value of."""
-    seen: dict[tuple[str, str], set[float]] = {}
+def _values(tool_results: Sequence[str]) -> dict[tuple[tuple[str, str], str], float]:
+    """Each (pump's `record_key`, measurement) the results give exactly one value of."""
+    seen: dict[tuple[tuple[str, str], str], set[float]] = {}
     for text in tool_results:
         try:
             data = json.loads(text)
         except ValueError:
             continue
-        stack: list[tuple[object, str | None, str | None]] = [(data, None, None)]
+        stack: list[tuple[object, tuple[str, str] | None, str | None]] = [(data, None, None)]
         while stack:
             node, pump, sensor = stack.pop()
             if isinstance(node, dict):
-                pump = _registry_form(node["pump_id"]) if isinstance(node.get("pump_id"), str) else pump
+                pump = pump_key(node["pump_id"]) if isinstance(node.get("pump_id"), str) else pump
                 sensor = node["sensor_type"] if isinstance(node.get("sensor_type"), str) else sensor
                 for key in _VALUE_KEYS:
                     value = node.get(key)

@@ -49,7 +49,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernel_setup.grounding import RECORD_ID, record_key
+from kernel_setup.grounding import RECORD_ID, SENTENCE_BREAK, record_key
 
 __all__ = ["DENIAL", "STATE_CLAIM", "asks_for_reassurance", "misstated_severities", "overlooked_alarms"]
 
@@ -130,7 +130,6 @@ _SCOPED = re.compile(
     re.IGNORECASE,
 )
 _ONE_THING = re.compile(r"^(?:they|(?:the|our) (?:pump |pumping )?(?:pump|station)\b(?!s))", re.IGNORECASE)
-_SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
 _SEVERITIES = ("critical", "high", "medium", "low")
 _SERIOUS = frozenset({"critical", "high"})
 # A severity as a severity, followed by the end of the phrase or "severity", not by what was measured ("high
@@ -199,7 +198,7 @@ def overlooked_alarms(answer: str, tool_texts: Sequence[str]) -> list[str]:
     if not alarms:
         return []
     found: dict[str, None] = {}
-    for sentence in _SENTENCES.split(answer):
+    for sentence in SENTENCE_BREAK.split(answer):
         for alarm in _contradicting(sentence, alarms):
             found[alarm.describe()] = None
     return list(found)
@@ -228,7 +227,7 @@ def misstated_severities(answer: str, tool_texts: Sequence[str]) -> list[str]:
     answer = answer.replace("\u2019", "'")
     listed = _listed_alarms(list(_parsed(tool_texts)))
     found: dict[str, None] = {}
-    for sentence in _SENTENCES.split(answer):
+    for sentence in SENTENCE_BREAK.split(answer):
         if "respectively" in sentence.lower():
             continue  # "ALM-0001 and ALM-0002 are critical and high respectively": told in order, not after each id
         ids = [m for m in RECORD_ID.finditer(sentence) if m.group("kind") and m.group("kind").upper() != "PUMP"]
