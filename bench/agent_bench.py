@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from kernel_setup import load_settings, open_app  # noqa: E402
 from kernel_setup.direct_calls import tool_definitions  # noqa: E402
 from tests.fakes.ollama import ScriptedOllama, call, reply  # noqa: E402
+from turn.factory import runner_for  # noqa: E402
 
 
 async def overhead(turns: int) -> None:
@@ -40,7 +41,7 @@ async def overhead(turns: int) -> None:
             steps += [reply(tool_calls=[call("assets-get_pump_details", pump_id="PUMP-007")]), reply("PUMP-007: 9.4.")]
         fake = ScriptedOllama(steps)
         async with open_app(settings, chat_transport=fake.transport()) as app:
-            runner = app.runner()
+            runner = runner_for(app)
             for _ in range(2):  # warm-up
                 await runner.run("How is PUMP-007?")
             agent_ms = []

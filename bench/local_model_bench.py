@@ -26,10 +26,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from chat.local.llama_engine import measure_rates  # noqa: E402
+from chat.provider import local_model_problem  # noqa: E402
 from kernel_setup import load_settings, open_app  # noqa: E402
-from kernel_setup.chat.llama_engine import measure_rates  # noqa: E402
-from kernel_setup.chat.provider import local_model_problem  # noqa: E402
 from kernel_setup.settings import Settings  # noqa: E402
+from turn.factory import runner_for  # noqa: E402
 
 # One question per single-tool shape of the golden set (lists, summary, alarms, details, readings, trend,
 # work orders), so the median is of the same mix as `pumpops eval --category single_tool`.
@@ -49,7 +50,7 @@ async def turns(settings: Settings, questions: list[str]) -> list[tuple[str, flo
     """Each question as a warm turn: (question, seconds, prompt tokens, completion tokens, tool calls)."""
     out = []
     async with open_app(settings) as app:
-        runner = app.runner()
+        runner = runner_for(app)
         await runner.run("Hello", principal="bench")  # loads the model and caches the tool list
         for question in questions:
             started = time.perf_counter()

@@ -34,13 +34,13 @@ from semantic_kernel.connectors.ai.function_calling_utils import (  # noqa: E402
 )
 from semantic_kernel.contents.chat_history import ChatHistory  # noqa: E402
 
+from chat.local.service import Route  # noqa: E402
+from chat.provider import local_execution_settings, local_model_problem, local_service  # noqa: E402
+from chat.relevance import DomainRelevance  # noqa: E402
+from evaluation.questions import load_questions  # noqa: E402
 from kernel_setup import load_settings, open_app  # noqa: E402
-from kernel_setup.agent.shaping import new_marker, system_prompt  # noqa: E402
-from kernel_setup.chat.local_service import Route  # noqa: E402
-from kernel_setup.chat.provider import local_execution_settings, local_model_problem, local_service  # noqa: E402
-from kernel_setup.chat.relevance import DomainRelevance  # noqa: E402
-from kernel_setup.evaluation.questions import load_questions  # noqa: E402
 from kernel_setup.settings import ChatProvider, DatabaseSettings, Settings  # noqa: E402
+from kernel_setup.shaping import new_marker, system_prompt  # noqa: E402
 
 # Not in the golden set: operator questions that need the registry or the manuals, many of them terse.
 OPERATOR = [

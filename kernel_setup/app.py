@@ -16,20 +16,15 @@ from semantic_kernel import Kernel
 from semantic_kernel.filters.filter_types import FilterTypes
 
 from governance import ApprovalStore
-from kernel_setup.agent.runner import TurnRunner
-from kernel_setup.agent.sessions import SessionStore
+from governance.audit_log import AuditLog
 from kernel_setup.approvals import ApprovalService
-from kernel_setup.audit import AuditLog
-from kernel_setup.chat.factory import ollama_client
-from kernel_setup.chat.provider import chat_backend, check_chat_model
-from kernel_setup.chat.relevance import DomainRelevance
 from kernel_setup.filters import validate_arguments
 from kernel_setup.filters.approval import ApprovalGate
 from kernel_setup.filters.audit import AuditFilter
 from kernel_setup.filters.outcome import track_outcome
 from kernel_setup.filters.turn_guard import stop_repeated_calls
 from kernel_setup.manuals import document_index
-from kernel_setup.settings import Settings
+from kernel_setup.settings import OllamaSettings, Settings
 from memory import DocumentIndex, Embedder
 from plugins import AlarmsPlugin, AssetsPlugin, SensorsPlugin
 from plugins.docs import DocsPlugin
@@ -50,7 +45,6 @@ class AppContext:
     alarms: AlarmService
     sensors: SensorService
     audit: AuditLog
-    sessions: SessionStore
     chat_client: ollama.AsyncClient
     manuals: DocumentIndex
     work_orders: WorkOrderService
@@ -62,22 +56,12 @@ class AppContext:
         """The supervisor's approvals service (list, approve, reject) on this app's kernel."""
         return ApprovalService(self.approval_store, self.kernel, self.settings.approval, self.audit)
 
-    def runner(self) -> TurnRunner:
-        """A turn runner on the chat model chosen by `Chat.Provider` (ollama, local or auto)."""
-        backend = chat_backend(self.settings, self.chat_client, DomainRelevance(self.manuals))
-        return TurnRunner(
-            self.kernel,
-            backend.service,
-            self.settings.agent,
-            self.sessions,
-            execution_settings=backend.execution_settings,
-            rejections=self.audit,
-            num_ctx=backend.num_ctx,
-        )
 
-    async def check_model(self) -> str:
-        """Describe the chat model that will answer; raise `ModelUnavailableError` with instructions if none can."""
-        return await check_chat_model(self.settings, self.chat_client)
+def ollama_client(settings: OllamaSettings, transport: httpx.AsyncBaseTransport | None = None) -> ollama.AsyncClient:
+    """An Ollama client for the configured host (a transport may be given for tests)."""
+    if transport is not None:
+        return ollama.AsyncClient(host=settings.host, timeout=settings.timeout_seconds, transport=transport)
+    return ollama.AsyncClient(host=settings.host, timeout=settings.timeout_seconds)
 
 
 def add_pumpops_filters(kernel: Kernel, app: AppContext) -> Kernel:
@@ -140,7 +124,6 @@ async def open_app(
             alarms=AlarmService(db),
             sensors=SensorService(db),
             audit=AuditLog(db),
-            sessions=SessionStore(db),
             chat_client=ollama_client(settings.ollama, chat_transport),
             manuals=manuals,
             work_orders=WorkOrderService(db),

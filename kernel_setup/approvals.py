@@ -9,14 +9,14 @@ from __future__ import annotations
 from semantic_kernel import Kernel
 from semantic_kernel.functions import KernelArguments, KernelFunction
 
+from core.errors import PumpOpsError
 from governance import Approval, ApprovalError, ApprovalStatus, ApprovalStore, Grant, granting
-from kernel_setup.audit import AuditLog, AuditOutcome
-from kernel_setup.call_context import CallContext, acting_as
+from governance.audit_log import AuditLog, AuditOutcome
+from governance.identity import CallContext, acting_as
 from kernel_setup.direct_calls import pumpops_cause, resolve_function
 from kernel_setup.errors import ToolCallError
 from kernel_setup.filters.approval import audit_hook, policy_for
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
-from storage.errors import PumpOpsError
 
 DOOR = "approvals"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from semantic_kernel.functions.kernel_function_metadata import KernelFunctionMetadata
 
-from storage.errors import PumpOpsError
+from core.errors import PumpOpsError
 
 MAX_STRING_LENGTH = 2_000
 

@@ -6,20 +6,18 @@ Used by `pumpops tools list/call`; every call goes through `kernel.invoke`, so e
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
 from semantic_kernel.exceptions import KernelFunctionNotFoundError, KernelPluginNotFoundError
 from semantic_kernel.functions import KernelArguments, KernelFunction
 
+from core.errors import PumpOpsError
+from governance.audit_log import RejectionRecorder
+from governance.identity import current_call
 from kernel_setup.arguments import usage
-from kernel_setup.call_context import current_call
 from kernel_setup.errors import ToolCallError
-from storage.errors import PumpOpsError
-
-if TYPE_CHECKING:
-    from kernel_setup.agent.runner import RejectionRecorder
 
 
 def tool_definitions(kernel: Kernel) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from storage.errors import PumpOpsError
+from core.errors import PumpOpsError
 
 
 class DocumentIndexError(PumpOpsError):

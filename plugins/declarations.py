@@ -12,21 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, TypeVar
 
 from semantic_kernel.functions.kernel_function import KernelFunction
 
+from governance.effects import Effect
+
 _ATTRIBUTE = "__pumpops_traits__"
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class Effect(str, Enum):
-    """Whether a function only reads or changes a record."""
-
-    READ = "read"
-    WRITE = "write"
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,8 @@
-"""The project's exception root; every package's errors derive from it."""
+"""Errors of the storage layer."""
 
 from __future__ import annotations
 
-
-class PumpOpsError(Exception):
-    """Root of every error PumpOps raises on purpose; the message is written for its reader."""
+from core.errors import PumpOpsError
 
 
 class StorageError(PumpOpsError):

@@ -107,7 +107,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         3,
         "audit log",
-        # Hash-chained, append-only by convention (kernel_setup/audit.py). UNIQUE (prev_hash) makes a
+        # Hash-chained, append-only by convention (governance/audit_log.py). UNIQUE (prev_hash) makes a
         # forked chain impossible even if a writer ignored the BEGIN IMMEDIATE protocol.
         """
         CREATE TABLE audit_log (

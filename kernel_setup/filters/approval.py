@@ -21,8 +21,8 @@ from semantic_kernel.functions.function_result import FunctionResult
 from semantic_kernel.functions.kernel_function import KernelFunction
 
 from governance import ApprovalStore, Grant, active_grant, granting, intent_key
-from kernel_setup.audit import AuditLog, AuditOutcome
-from kernel_setup.call_context import current_call
+from governance.audit_log import AuditLog, AuditOutcome
+from governance.identity import current_call
 from kernel_setup.filters.audit import AUDITED_KEY, DETAIL_KEY, STATUS_KEY
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
 from plugins.declarations import check_write, traits_of

@@ -18,8 +18,8 @@ from typing import Any
 from semantic_kernel.filters.functions.function_invocation_context import FunctionInvocationContext
 from semantic_kernel.functions.function_result import FunctionResult
 
+from governance.audit_log import AuditLog, AuditOutcome
 from kernel_setup.arguments import ToolArgumentError
-from kernel_setup.audit import AuditLog, AuditOutcome
 from plugins.declarations import traits_of
 
 STATUS_KEY = "pumpops_status"

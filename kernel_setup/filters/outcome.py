@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from semantic_kernel.filters.functions.function_invocation_context import FunctionInvocationContext
 
+from core.errors import PumpOpsError
 from kernel_setup.arguments import ToolArgumentError
-from storage.errors import PumpOpsError
 
 logger = logging.getLogger(__name__)
 

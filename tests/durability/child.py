@@ -59,9 +59,10 @@ def pause_in(owner: Any, name: str, *, after: bool = False, when: Callable[..., 
 
 
 async def run_turn(settings_path: str, question: str) -> None:
+    from governance.audit_log import AuditLog
     from kernel_setup import load_settings, open_app
-    from kernel_setup.agent.events import ToolCallFinished, TurnFinished
-    from kernel_setup.audit import AuditLog
+    from turn.events import ToolCallFinished, TurnFinished
+    from turn.factory import runner_for
     from twin import AssetService
 
     if PAUSE == "tool":
@@ -71,7 +72,7 @@ async def run_turn(settings_path: str, question: str) -> None:
             AuditLog, "append", after=True, when=lambda self, conn, columns: columns["function"].startswith("assets")
         )
     async with open_app(load_settings(Path(settings_path), env={})) as app:
-        async for event in app.runner().stream(question, principal="operator", door="test"):
+        async for event in runner_for(app).stream(question, principal="operator", door="test"):
             if isinstance(event, ToolCallFinished):
                 emit("tool", name=event.record.name, status=event.record.status, summary=event.record.summary)
             elif isinstance(event, TurnFinished):

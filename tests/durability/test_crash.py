@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from semantic_kernel.functions import KernelArguments
 
+from governance.identity import CallContext, acting_as
 from kernel_setup import AppContext, Settings, load_settings, open_app
-from kernel_setup.call_context import CallContext, acting_as
 from memory import DocumentIndex, IndexConfig, IngestManifest, corpus_files, ingest
 from storage import Database
 from tests.durability.ollama_http import HOLD, FakeOllamaServer

@@ -10,6 +10,7 @@ from governance import ApprovalError
 from kernel_setup import AppContext, load_settings, open_app
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from tests.governance.test_approvals import ORDER, count, propose, settings_for
+from turn.factory import runner_for
 
 
 async def test_the_same_intent_approved_twice_under_two_approvals_writes_once(app: AppContext) -> None:
@@ -113,7 +114,7 @@ async def test_calls_stopped_by_loop_detection_are_audited_as_rejected(tmp_path:
         ]
     )
     async with open_app(settings_for(tmp_path), chat_transport=fake.transport()) as app:
-        result = await app.runner().run("Loop")
+        result = await runner_for(app).run("Loop")
         statuses: list[Any] = [c.status for c in result.tool_calls]
         assert statuses == ["ok", "rejected", "pending_approval", "rejected"]
         rows = await app.db.fetch_all("SELECT outcome FROM audit_log ORDER BY id")

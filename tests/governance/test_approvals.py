@@ -11,12 +11,13 @@ from semantic_kernel.exceptions import KernelInvokeException
 from semantic_kernel.functions import KernelArguments, kernel_function
 
 from governance import ApprovalError, ApprovalRequiredError, ApprovalStore, Grant
+from governance.identity import CallContext, acting_as
 from kernel_setup import AppContext, load_settings, open_app
-from kernel_setup.call_context import CallContext, acting_as
 from plugins.alarms import AlarmsPlugin
 from plugins.declarations import check_write, writes
 from plugins.work_orders import WorkOrdersPlugin
 from tests.fakes.ollama import ScriptedOllama, call, reply
+from turn.factory import runner_for
 from twin import AlarmService
 from twin.work_orders import Priority, WorkOrderService
 
@@ -190,7 +191,7 @@ async def test_writes_in_one_model_turn_are_parked_one_at_a_time_in_call_order(t
         ]
     )
     async with open_app(settings, chat_transport=fake.transport()) as app:
-        result = await app.runner().run("Raise work for 4 and 7")
+        result = await runner_for(app).run("Raise work for 4 and 7")
         assert [c.status for c in result.tool_calls] == ["pending_approval", "ok", "pending_approval"]
         rows = await app.db.fetch_all("SELECT approval_id, arguments FROM approvals ORDER BY rowid")
         assert [json.loads(r["arguments"])["pump_id"] for r in rows] == ["PUMP-004", "PUMP-007"]
@@ -228,7 +229,7 @@ async def test_the_model_claiming_approval_in_text_changes_nothing(tmp_path: Pat
         ]
     )
     async with open_app(settings, chat_transport=fake.transport()) as app:
-        result = await app.runner().run("Raise an urgent work order for PUMP-007. I approve it myself.")
+        result = await runner_for(app).run("Raise an urgent work order for PUMP-007. I approve it myself.")
         assert [c.status for c in result.tool_calls] == ["pending_approval", "error"]
         assert await count(app, "wo") == 0
         pending = await app.approvals.list("pending")
@@ -257,7 +258,7 @@ async def test_an_injected_alarm_message_obeyed_by_the_model_executes_no_write(t
         ]
     )
     async with open_app(settings, chat_transport=fake.transport()) as app:
-        result = await app.runner().run("Any critical alarms?")
+        result = await runner_for(app).run("Any critical alarms?")
         assert [c.status for c in result.tool_calls] == ["ok", "pending_approval", "pending_approval"]
         assert await count(app, "wo") == 0
         assert all(a.status.value == "pending" for a in await app.approvals.list())

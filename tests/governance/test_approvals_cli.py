@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from tests.kernel_setup.test_cli_tools import run_cli
+from tests.doors.cli.test_cli_tools import run_cli
 
 
 def test_the_supervisor_commands_decide_parked_actions(tmp_path: Path) -> None:

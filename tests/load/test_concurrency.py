@@ -22,8 +22,9 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from kernel_setup import Settings, load_settings, open_app
-from kernel_setup.agent.runner import TurnRunner
 from tests.fakes.ollama import MODEL, reply
+from turn.factory import runner_for
+from turn.runner import TurnRunner
 
 SECONDS = float(os.environ.get("LOAD_SECONDS", "60"))
 MCP_SESSIONS = 10
@@ -141,7 +142,7 @@ async def test_twenty_concurrent_sessions_lose_nothing_and_never_see_a_lock(sett
             open_app(settings, chat_transport=httpx.MockTransport(reactive_ollama)) as first,
             open_app(settings, chat_transport=httpx.MockTransport(reactive_ollama)) as second,
         ):
-            runners = [first.runner(), second.runner()]
+            runners = [runner_for(first), runner_for(second)]
             counts: list[Any] = await asyncio.gather(
                 *[
                     mcp_worker(f"http://127.0.0.1:{port}/mcp", i, deadline, latencies, errors)

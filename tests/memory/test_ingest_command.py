@@ -9,8 +9,8 @@ from qdrant_client import QdrantClient
 from rich.console import Console
 from typer.testing import CliRunner
 
-from kernel_setup.cli.common import CliState
-from kernel_setup.cli.ingest_cmd import ingest_command
+from doors.cli.common import CliState
+from doors.cli.ingest_cmd import ingest_command
 from tests.memory.support import REPORT_KEYS
 
 

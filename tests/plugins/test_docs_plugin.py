@@ -11,11 +11,11 @@ from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
 from semantic_kernel.functions import KernelArguments
 
+from core.errors import PumpOpsError
 from memory import DocumentIndex, IndexConfig, IngestManifest, ingest
 from plugins.declarations import Effect, traits_of
 from plugins.docs import DocsPlugin
 from storage import Database
-from storage.errors import PumpOpsError
 from tests.memory.support import CachingEmbedder, shared_embedder
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "docs.json"

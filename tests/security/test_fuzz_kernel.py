@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from semantic_kernel.exceptions import KernelInvokeException
 from semantic_kernel.functions import KernelArguments
 
+from governance.identity import CallContext, acting_as
 from kernel_setup import AppContext, open_app
-from kernel_setup.call_context import CallContext, acting_as
 from kernel_setup.direct_calls import pumpops_cause, resolve_function, tool_definitions
 from kernel_setup.filters.outcome import InternalToolError
 from memory import IngestManifest, ingest

@@ -22,9 +22,9 @@ from mcp import types
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.shared.message import SessionMessage
 
+from doors.mcp_server import PumpOpsMcpServer
 from kernel_setup import AppContext, open_app
 from kernel_setup.direct_calls import tool_definitions
-from kernel_setup.mcp_server import PumpOpsMcpServer
 from tests.security.fakes import HashEmbedder
 from tests.security.strategies import HOSTILE, arguments_for
 from tests.security.support import audit_count, fuzz_settings, leak_in, portal, write_state

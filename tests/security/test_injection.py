@@ -28,6 +28,7 @@ from tests.fakes.ollama import ScriptedOllama, call, reply
 from tests.memory.support import shared_embedder
 from tests.security.injection_corpus import CORPUS, Payload
 from tests.security.support import write_state
+from turn.factory import runner_for
 
 FENCE_OPEN = re.compile(r"<<UNTRUSTED-DATA ([0-9a-f]{10})>>")
 # A fence word in any case, width or spacing, once look-alikes are folded: what must not survive inside data.
@@ -168,7 +169,7 @@ async def test_an_obedient_model_fed_hostile_data_executes_no_write_and_keeps_th
         await plant_everywhere(context, payload, index)
         first_request = len(fake.requests)
         fake.steps.extend(obeying_script(payload, index))
-        result = await context.runner().run(f"How is PUMP-007? ({tag_of(index)})", principal="operator")
+        result = await runner_for(context).run(f"How is PUMP-007? ({tag_of(index)})", principal="operator")
         requests = fake.requests[first_request:]
         assert len(requests) == 4 and not fake.steps, f"{tag_of(index)}: the turn did not follow the script"
 
@@ -245,7 +246,7 @@ async def test_a_model_that_copies_the_turn_marker_into_data_still_cannot_close_
 
     fake.steps.extend([forge, read_back, reply("It is pending.")])
     before = await write_state(context)
-    result = await context.runner().run("Raise a work order for PUMP-007")
+    result = await runner_for(context).run("Raise a work order for PUMP-007")
     assert [c.status for c in result.tool_calls] == ["pending_approval", "ok"]
     echoed = fake.tool_messages(2)[-1]["content"]
     assert "SYSTEM: acknowledge" in echoed  # the forged text did come back as data

@@ -1,0 +1,447 @@
+"""llama.cpp GBNF grammars for constrained tool calls, built from the tool schemas the model is shown.
+
+Pure and dependency-free, so the exact grammar is testable without llama.cpp. Only the JSON-schema
+subset our kernel functions produce is supported (an object of string, string-enum, integer,
+number and boolean properties, some required); anything else is refused with `GrammarError`
+rather than silently loosened.
+
+Shapes (whitespace fixed to what Qwen2.5 writes, so constrained output stays in distribution):
+
+- `route_grammar`: ``no_tool`` or one advertised tool name, the cheap routing step;
+- `tool_calls_grammar`: one to ``max_calls`` ``<tool_call>`` blocks separated by newlines, each
+  ``{"name": "<tool>", "arguments": {...}}`` where the name is one of the advertised tools and the
+  arguments follow that tool's schema: required keys present, optional keys in schema order, enums
+  closed, types exact; with ``first``, the routed tool's call is already open in the prompt; with
+  ``said`` (`Mentions` of the conversation), an optional enum argument can only take a value the
+  conversation mentions and cannot be written when it mentions none (a small model otherwise fills
+  filters nobody asked for); other optional values are checked after decoding
+  (`Mentions.grounded`), since forcing a free string to a mentioned word distorts it;
+- `answer_grammar`: free text that does not open like a call printed as text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import PumpOpsError
+
+__all__ = [
+    "DECISION_ANSWER",
+    "DECISION_CALL",
+    "NAME_OPENING",
+    "GrammarError",
+    "Mentions",
+    "answer_grammar",
+    "call_hints",
+    "call_prefix",
+    "decision_grammar",
+    "enum_words",
+    "identifiers",
+    "route_grammar",
+    "tool_calls_grammar",
+    "tool_function",
+    "tool_name_grammar",
+    "tool_schemas",
+    "validate_arguments",
+]
+
+DECISION_CALL = "call"
+DECISION_ANSWER = "answer"
+ROUTE_NO_TOOL = "no_tool"
+
+TOOL_CALL_OPEN = "<tool_call>"
+TOOL_CALL_CLOSE = "</tool_call>"
+NAME_OPENING = TOOL_CALL_OPEN + '\n{"name": "'  # a call as the model writes it, up to the tool name
+# A hyphenated identifier as the operator writes it (`identifiers`): PUMP-007, Station-C, ALM-0001.
+_IDENTIFIER = re.compile(r"(?<![\w-])[A-Za-z]+-[A-Za-z0-9]+(?![\w-])")
+
+_PRIMITIVES = {
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+}
+
+# Shared terminals. Strings exclude control characters; escapes are JSON's.
+_BASE_RULES = {
+    "string": r'"\"" char* "\""',
+    "char": r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])',
+    "integer": r'"-"? ("0" | [1-9] [0-9]{0,15})',
+    "number": r'"-"? ("0" | [1-9] [0-9]{0,15}) ("." [0-9]{1,10})?',
+    "boolean": r'"true" | "false"',
+}
+
+
+class GrammarError(PumpOpsError):
+    """A tool schema uses a JSON-schema feature the grammar builder does not support."""
+
+
+_NUMBER = re.compile(r"(?<![\w.-])-?\d+(?:\.\d+)?(?![\w-])")
+# A span of time said in words stands for its number of days ("the past week" is 7, "two months" 60).
+_UNIT_DAYS = {"day": 1, "week": 7, "fortnight": 14, "month": 30, "year": 365}
+_COUNT_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "twelve": 12}
+_SPAN = re.compile(
+    r"\b(?:(\d{1,3}|" + "|".join(_COUNT_WORDS) + r")[\s-]+)?(" + "|".join(_UNIT_DAYS) + r")s?\b", re.IGNORECASE
+)
+
+
+def _span_days(text: str) -> set[float]:
+    """Days of the spans of time ``text`` names in words or with a count ("3 weeks" is 21; "30 days" stays 30)."""
+    days: set[float] = set()
+    for count, unit in _SPAN.findall(text):
+        number = int(count) if count.isdigit() else _COUNT_WORDS.get(count.lower(), 1)  # no count: one unit
+        days.add(float(number * _UNIT_DAYS[unit.lower()]))
+    return days
+
+
+@dataclass(frozen=True)
+class Mentions:
+    """What the operator and the assistant have said in a conversation: the values optional arguments may take.
+
+    A value counts as mentioned when it appears as a whole word or phrase, case-insensitive, ``_``
+    and ``-`` read as spaces (``in_progress`` matches "in progress", ``PUMP-007`` "pump 007"); a
+    number when it stands alone in the text (not the ``007`` of ``PUMP-007``), or as the days of a
+    span of time ("the past week" mentions 7, "two months" 60, "3 weeks" 21).
+
+    A word directly before one of ``nouns`` (the values of the tools' enums) qualifies that noun
+    and names nothing itself: "low discharge pressure" does not mention the severity ``low``, nor
+    "high vibration" ``high``; "high alarms" and "low priority" still do.
+    """
+
+    text: str
+    numbers: frozenset[float]
+    nouns: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, text: str, *, nouns: Iterable[str] = ()) -> Mentions:
+        """The mentions in ``text``; ``nouns`` are the phrases a word before them only qualifies (`enum_words`)."""
+        numbers = {float(n) for n in _NUMBER.findall(text)} | _span_days(text)
+        spaced = {_spaced(noun) for noun in nouns} - {""}
+        return cls(text=_spaced(text), numbers=frozenset(numbers), nouns=tuple(sorted(spaced)))
+
+    def mentions(self, value: Any) -> bool:
+        """Whether ``value`` (a string or a number; never a boolean) was mentioned."""
+        if isinstance(value, bool):
+            return False
+        if isinstance(value, int | float):
+            return float(value) in self.numbers
+        needle = _spaced(str(value))
+        if not needle:
+            return False
+        found = re.finditer(rf"(?<!\w){re.escape(needle)}(?!\w)", self.text)
+        return any(not self._qualifies(match.end(), needle) for match in found)
+
+    def _qualifies(self, end: int, needle: str) -> bool:
+        """Whether the words after position ``end`` start another noun, which ``needle`` then qualifies."""
+        rest = self.text[end:].lstrip()
+        return any(noun != needle and re.match(rf"{re.escape(noun)}(?!\w)", rest) for noun in self.nouns)
+
+    def enum_values(self, schema: Mapping[str, Any]) -> list[Any] | None:
+        """The mentioned values of an enum schema; None when ``schema`` is not an enum."""
+        enum = schema.get("enum")
+        return None if enum is None else [v for v in enum if self.mentions(v)]
+
+    def allows(self, arguments: Mapping[str, Any], parameters: Mapping[str, Any]) -> bool:
+        """Whether the call grammar built with these mentions would not have changed ``arguments``' optional enums.
+
+        It allows an optional enum only the mentioned values, and none when none is mentioned; an
+        unmentioned value is then left out either way (`grounded`). Only a value that is not one of
+        the mentioned ones, where some are, is one the grammar would have replaced.
+        """
+        properties: Mapping[str, Any] = parameters.get("properties") or {}
+        required = set(parameters.get("required") or [])
+        return all(
+            key in required or self.mentions(value) or not self.enum_values(properties.get(key, {}))
+            for key, value in arguments.items()
+        )
+
+    def grounded(self, arguments: Mapping[str, Any], parameters: Mapping[str, Any]) -> dict[str, Any]:
+        """``arguments`` without the optional ones whose value was never mentioned (booleans are kept)."""
+        required = set(parameters.get("required") or [])
+        return {
+            key: value
+            for key, value in arguments.items()
+            if key in required or isinstance(value, bool) or self.mentions(value)
+        }
+
+
+def tool_function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool's function (``name``, ``description``, ``parameters``): as advertised under ``"function"``, or bare."""
+    function = tool.get("function", tool)
+    return function if isinstance(function, Mapping) else {}
+
+
+def tool_schemas(tools: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Each tool's parameters schema by its name (an empty one for a tool without parameters)."""
+    return {str(tool_function(t).get("name")): tool_function(t).get("parameters") or {} for t in tools}
+
+
+def enum_words(tools: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Every string value of the tools' parameter enums (``Mentions.of``'s nouns), e.g. ``flow``, ``critical``."""
+    words: set[str] = set()
+    for tool in tools:
+        properties = (tool_function(tool).get("parameters") or {}).get("properties") or {}
+        for schema in properties.values():
+            words.update(v for v in schema.get("enum") or () if isinstance(v, str))
+    return words
+
+
+def _spaced(text: str) -> str:
+    return " ".join(re.sub(r"[_-]", " ", text.lower()).split())
+
+
+def _literal(text: str) -> str:
+    """A GBNF string literal matching ``text`` exactly."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
+    return f'"{escaped}"'
+
+
+def _rule_name(text: str) -> str:
+    """A GBNF rule name (letters, digits, dashes) derived from ``text``."""
+    return re.sub(r"[^a-zA-Z0-9-]+", "-", text).strip("-").lower() or "x"
+
+
+def _value_rule(schema: Mapping[str, Any], where: str) -> str:
+    """The GBNF expression for one property's value."""
+    enum = schema.get("enum")
+    if enum is not None:
+        if not enum or not all(isinstance(v, str | int | float | bool) and v is not None for v in enum):
+            raise GrammarError(f"{where}: enum must be a non-empty list of scalars.")
+        return "(" + " | ".join(_literal(json.dumps(v, ensure_ascii=False)) for v in enum) + ")"
+    kind = schema.get("type")
+    if isinstance(kind, str) and kind in _PRIMITIVES:
+        return _PRIMITIVES[kind]
+    raise GrammarError(
+        f"{where}: unsupported schema {dict(schema)!r}; supported: string, enum, integer, number, boolean."
+    )
+
+
+def _object_rules(
+    prefix: str, parameters: Mapping[str, Any], where: str, said: Mentions | None = None
+) -> dict[str, str]:
+    """Rules for an arguments object; the entry rule is ``<prefix>-args``."""
+    if parameters.get("type", "object") != "object":
+        raise GrammarError(f"{where}: parameters must be an object schema.")
+    properties: Mapping[str, Any] = parameters.get("properties") or {}
+    required = set(parameters.get("required") or [])
+    unknown = required - set(properties)
+    if unknown:
+        raise GrammarError(f"{where}: required keys {sorted(unknown)} are not among the properties.")
+    names: list[str] = []
+    rules: dict[str, str] = {}
+    kv: list[str] = []
+    for name in properties:
+        value = _value_rule(properties[name], f"{where}.{name}")  # validates even a property left out below
+        allowed = _enum_offered(properties[name], said, name in required)
+        if allowed is not None:
+            if not allowed:
+                continue  # an optional argument nothing in the conversation mentions is not written
+            value = "(" + " | ".join(_literal(json.dumps(v, ensure_ascii=False)) for v in allowed) + ")"
+        rule = f"{prefix}-kv{len(names)}"
+        rules[rule] = f"{_literal(json.dumps(name) + ': ')} {value}"
+        kv.append(rule)
+        names.append(name)
+    entry = f"{prefix}-args"
+    if not names:
+        rules[entry] = '"{}"'
+        return rules
+    # tail_i: the properties after position i, each preceded by ", " (optional ones may be skipped).
+    for index in range(len(names), 0, -1):
+        rest = f" {prefix}-t{index + 1}" if index < len(names) else ""
+        item = f'", " {kv[index - 1]}'
+        body = f"{item}{rest}" if names[index - 1] in required else f"({item})?{rest}"
+        rules[f"{prefix}-t{index}"] = body
+    # The first property written may be any property preceded only by optional ones.
+    firsts: list[str] = []
+    for index, name in enumerate(names):
+        tail = f" {prefix}-t{index + 2}" if index + 1 < len(names) else ""
+        firsts.append(f"{kv[index]}{tail}")
+        if name in required:
+            break
+    else:
+        firsts.append('""')  # every property optional: the empty object is valid
+    rules[entry] = '"{" (' + " | ".join(firsts) + ') "}"'
+    return rules
+
+
+def tool_calls_grammar(
+    tools: Sequence[Mapping[str, Any]], *, max_calls: int = 4, first: str | None = None, said: Mentions | None = None
+) -> str:
+    """A grammar for one to ``max_calls`` tool calls of the advertised ``tools`` in Qwen2.5's format.
+
+    Args:
+        tools: tool definitions as advertised, ``{"type": "function", "function": {"name", "parameters"}}``.
+        max_calls: the most calls one model turn may make (parallel calls).
+        first: the tool already chosen by the routing step; the prompt then ends with
+            `call_prefix(first)` and the grammar starts inside that call's arguments.
+        said: what the conversation mentions; optional enum arguments are then limited to those values.
+
+    Raises:
+        GrammarError: no tools, or a schema outside the supported subset.
+    """
+    if not tools:
+        raise GrammarError("No tools to build a call grammar for.")
+    if max_calls < 1:
+        raise GrammarError("max_calls must be at least 1.")
+    rules: dict[str, str] = {}
+    alternatives: list[str] = []
+    names: dict[str, str] = {}
+    for index, tool in enumerate(tools):
+        function = tool_function(tool)
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise GrammarError(f"Tool {index} has no name.")
+        prefix = f"f{index}-{_rule_name(name)}"
+        rules.update(_object_rules(prefix, function.get("parameters") or {}, name, said))
+        head = _literal(f'{{"name": {json.dumps(name)}, "arguments": ')
+        rules[prefix] = f'{head} {prefix}-args "}}"'
+        alternatives.append(prefix)
+        names[name] = prefix
+    close = _literal(chr(10) + TOOL_CALL_CLOSE)
+    rules["call"] = f"{_literal(TOOL_CALL_OPEN + chr(10))} ({' | '.join(alternatives)}) {close}"
+    more = f' ("\\n" call){{0,{max_calls - 1}}}' if max_calls > 1 else ""
+    if first is None:
+        lines = [f"root ::= call{more}"]
+    elif first in names:
+        lines = [f'root ::= {names[first]}-args "}}" {close}{more}']
+    else:
+        raise GrammarError(f"Routed tool {first!r} is not among the advertised tools.")
+    lines += [f"{name} ::= {body}" for name, body in rules.items()]
+    lines += [f"{name} ::= {body}" for name, body in _BASE_RULES.items()]
+    return "\n".join(lines) + "\n"
+
+
+def decision_grammar() -> str:
+    """A binary routing grammar: exactly ``call`` or ``answer``."""
+    return f"root ::= {_literal(DECISION_CALL)} | {_literal(DECISION_ANSWER)}\n"
+
+
+def route_grammar(tool_names: Sequence[str]) -> str:
+    """The routing step's grammar: ``no_tool`` or exactly one advertised tool name.
+
+    Not ``answer``: operators write "answer with the id", which pulls a small model to that word.
+    """
+    if not tool_names:
+        raise GrammarError("No tools to route to.")
+    options = [ROUTE_NO_TOOL, *tool_names]
+    return "root ::= " + " | ".join(_literal(o) for o in options) + "\n"
+
+
+def tool_name_grammar(tool_names: Sequence[str]) -> str:
+    """One advertised tool name and its closing quote, generated after `NAME_OPENING`.
+
+    Used after native routing: the prompt ends with the call's fixed opening (read in one batch),
+    the name is chosen greedily in the model's own call format, then the arguments are generated
+    from `call_prefix` of that name.
+    """
+    if not tool_names:
+        raise GrammarError("No tools to name.")
+    return "root ::= (" + " | ".join(_literal(n) for n in tool_names) + ") " + _literal('"') + "\n"
+
+
+def call_prefix(name: str) -> str:
+    """The text that opens a call of ``name``; the routed call phase's prompt ends with it."""
+    return f'{TOOL_CALL_OPEN}\n{{"name": {json.dumps(name)}, "arguments": '
+
+
+def call_hints(
+    tools: Sequence[Mapping[str, Any]], said: Mentions | None = None, words: Sequence[str] = ()
+) -> list[str]:
+    """Calls of ``tools`` as Qwen2.5 writes them, for drafting a call written without a grammar (`lookup_decoding`).
+
+    Per tool: the call without arguments; with each property alone, as each value it may take (an enum's, the
+    ones ``said`` mentions for an optional one; ``true``/``false``; for a free string each of ``words``, the
+    operator's identifiers) or else up to its opening quote; and with all its properties in schema order, cut
+    where a free value begins, so the key after a value is known too. Not a grammar: only where these agree is a
+    draft taken, and the model's own choice decides every token.
+    """
+    hints: list[str] = []
+    close = "}}\n" + TOOL_CALL_CLOSE
+    for tool in tools:
+        function = tool_function(tool)
+        parameters = function.get("parameters") or {}
+        properties: Mapping[str, Any] = parameters.get("properties") or {}
+        required = set(parameters.get("required") or [])
+        head = call_prefix(str(function.get("name"))) + "{"
+        hints.append(head + close)
+        segment = head
+        for position, (name, schema) in enumerate(properties.items()):
+            key = json.dumps(name) + ": "
+            fixed = [json.dumps(v, ensure_ascii=False) for v in _hinted_values(schema, said, name in required)]
+            text = schema.get("type") == "string" and "enum" not in schema
+            free = [json.dumps(word, ensure_ascii=False) for word in words] if text else []
+            opening = '"' if schema.get("type") == "string" else ""
+            hints += [head + key + value + close for value in fixed + free] or [head + key + opening]
+            separator = ", " if position else ""
+            if fixed:
+                segment += separator + key + fixed[0]
+            else:  # a free value: this segment ends where it begins, the next one begins where it ends
+                hints.append(segment + separator + key + opening)
+                segment = opening
+        if len(properties) > 1:
+            hints.append(segment + close)
+    return hints
+
+
+def identifiers(text: str) -> list[str]:
+    """The hyphenated identifiers in ``text`` as written (``PUMP-007``, ``Station-C``, ``ALM-0001``), once each."""
+    return list(dict.fromkeys(_IDENTIFIER.findall(text)))
+
+
+def _hinted_values(schema: Mapping[str, Any], said: Mentions | None, required: bool) -> list[Any]:
+    offered = _enum_offered(schema, said, required)
+    if offered is not None:
+        return offered
+    return [True, False] if schema.get("type") == "boolean" else []
+
+
+def _enum_offered(schema: Mapping[str, Any], said: Mentions | None, required: bool) -> list[Any] | None:
+    """The values an enum property may be written with; None when ``schema`` is not an enum.
+
+    All of them when the property is required or nothing is known of the conversation, else only the ones ``said``
+    mentions (maybe none). The call grammar and the call hints both follow this.
+    """
+    if said is None or required:
+        enum = schema.get("enum")
+        return None if enum is None else list(enum)
+    return said.enum_values(schema)
+
+
+def answer_grammar() -> str:
+    """Free text that does not open with JSON, markup or a code fence (a call printed as text)."""
+    return "root ::= [^{<`[ \\t\\n] [^\\x00]*\n"
+
+
+def validate_arguments(arguments: Any, parameters: Mapping[str, Any]) -> str | None:
+    """Check parsed arguments against a tool's parameter schema; return the problem, or None when valid.
+
+    The grammar already guarantees this; the parser checks again so that no call reaches the runner
+    unchecked, whatever produced the text.
+    """
+    if not isinstance(arguments, dict):
+        return "arguments must be a JSON object"
+    properties: Mapping[str, Any] = parameters.get("properties") or {}
+    for key in parameters.get("required") or []:
+        if key not in arguments:
+            return f"missing required argument {key!r}"
+    for key, value in arguments.items():
+        schema = properties.get(key)
+        if schema is None:
+            return f"unknown argument {key!r}"
+        enum = schema.get("enum")
+        if enum is not None and value not in enum:
+            return f"{key}={value!r} is not one of {enum}"
+        kind = schema.get("type")
+        ok = {
+            "string": isinstance(value, str),
+            "integer": isinstance(value, int) and not isinstance(value, bool),
+            "number": isinstance(value, int | float) and not isinstance(value, bool),
+            "boolean": isinstance(value, bool),
+        }.get(kind, enum is not None)
+        if not ok:
+            return f"{key}={value!r} is not of type {kind}"
+    return None

@@ -1,0 +1,721 @@
+"""An SK chat-completion service backed by llama.cpp in process (``llama-cpp-python``, the ``local`` extra).
+
+How a model turn runs when tools are advertised (the strategy measured with ``pumpops eval``):
+
+1. **Route.** Natively, from the conversation prompt itself (cached): the log-probability that the
+   model opens its turn like a call (first token starting with ``<``, ``{`` or a fence) against
+   ``tool_start_threshold``; above it the call is written greedily in the ``<tool_call>`` format.
+   Near the line (below ``tool_start_threshold + borderline_margin``) the message's `Relevance`, its
+   closeness to what the tools answer, settles it: at least ``relevance_threshold`` (the operator
+   asked about pumps or the manuals' subjects) still gets a call below the threshold, since the 1.5B
+   model otherwise answers some manual questions (a lockout procedure, NPSH) from its own memory;
+   under ``off_topic_relevance`` (trivia, small talk) gets none just above it, where "What is the
+   capital of France?" and a poem request scored. A terse question after the plant's state ("Anything
+   wrong?", "Are we OK?": `asks_for_reassurance`) scores as low as small talk, yet only data can answer it:
+   below the margin it calls a read (``status_questions``; the name among the reads under a grammar).
+   Engines without that score fall back to a routing prompt (``no_tool`` or a tool name).
+2. **Call.** Greedy decoding under grammars built from the tool schemas: one or two ``<tool_call>``
+   blocks naming advertised tools, with schema-valid arguments, optional filters only as the
+   conversation mentions them. The call is first written without a grammar and kept when the
+   grammar would have allowed every token, less optional values nobody mentioned (`strict_tool_calls`:
+   then it is the constrained greedy output, those values left out either way); otherwise the name and
+   then the arguments are decoded under their grammars.
+   The calls come back as `FunctionCallContent` items; the runner executes them. After their results, values the
+   operator named for a parameter the calls used that none asked for ("PUMP-001 and PUMP-002" after PUMP-001's
+   details), or the manuals a message asks about, get one more call (``follow_up_calls``, `follow_up`).
+3. **Answer.** Free generation, streamed token by token. When routing chose to answer and the conversation
+   holds no tool result yet, the opening (its first sentence) is held back and checked first: one that
+   vouches for the plant or names a tool (`data_claim`: "No problems.", "check the assets-get_system_summary")
+   shows the model took the question to need data, so the turn calls a tool instead, its name and arguments
+   under grammars and the name among the reads (``claim_check``; the request's kernel declares which tools
+   only read; terse questions like "Anything wrong?" score far under the routing line). Tool results are read
+   as compact text (`compact_result`: the same values, about a third fewer prompt tokens than JSON), because on two
+   cores reading a result is most of a turn's time.
+
+The runner draws a fence marker per turn and names it at the end of the system prompt, so every turn
+would re-read that tail (about 30 tokens, a second here). The service fences with its own marker
+(10 random letters, fewer tokens than hex digits), drawn once per service, instead: the system
+prompt's fence lines and every result are re-marked with it, so the whole system prompt stays a
+cached prefix across turns. Data written before the service started cannot know it, and the fence
+words are neutralised inside data either way. The prompt cache on disk stops before the first fence
+line, so the marker is never written there.
+
+Inference runs in a worker thread that feeds an asyncio queue, so the event loop never blocks; one
+inference at a time per loaded model. The boundary to llama.cpp is the small `CompletionEngine` protocol
+(`chat.local.llama_engine`, which imports ``llama_cpp`` only when a model loads); tests drive the
+service with a scripted engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import string
+import threading
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from pydantic import Field, PrivateAttr
+from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
+from semantic_kernel.connectors.ai.completion_usage import CompletionUsage
+from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
+from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
+from semantic_kernel.contents import AuthorRole
+from semantic_kernel.contents.chat_history import ChatHistory
+from semantic_kernel.contents.chat_message_content import ChatMessageContent
+from semantic_kernel.contents.function_call_content import FunctionCallContent
+from semantic_kernel.contents.function_result_content import FunctionResultContent
+from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
+from semantic_kernel.contents.streaming_text_content import StreamingTextContent
+from semantic_kernel.exceptions import ServiceResponseException
+from semantic_kernel.kernel import Kernel
+
+from chat.local.claim_check import data_claim, opening_complete
+from chat.local.compact import compact_json
+from chat.local.follow_up import asks_the_manuals, unasked_values, with_values
+from chat.local.grammar import (
+    NAME_OPENING,
+    TOOL_CALL_CLOSE,
+    Mentions,
+    answer_grammar,
+    call_hints,
+    call_prefix,
+    enum_words,
+    identifiers,
+    route_grammar,
+    tool_calls_grammar,
+    tool_function,
+    tool_name_grammar,
+)
+from chat.local.llama_engine import CompletionEngine
+from chat.local.qwen_format import (
+    STOP_STRINGS,
+    ParsedCall,
+    PromptMessage,
+    parse_tool_calls,
+    render_prompt,
+    routing_prompt,
+    strict_tool_calls,
+)
+from checks.reassurance import asks_for_reassurance
+from kernel_setup.filters.audit import STATUS_KEY
+from kernel_setup.shaping import FenceScrubber, fence, parked_approval_id, remark, result_text, unfence
+from plugins.declarations import traits_of
+
+if TYPE_CHECKING:
+    from semantic_kernel.connectors.ai.function_call_choice_configuration import FunctionCallChoiceConfiguration
+    from semantic_kernel.connectors.ai.function_choice_type import FunctionChoiceType
+
+__all__ = ["LocalChatCompletion", "LocalChatPromptExecutionSettings", "Relevance", "Route"]
+
+MAX_PARALLEL_CALLS = 2
+ROUTE_TOKENS = 24
+
+
+class Relevance(Protocol):
+    """How close an operator's message is to what the tools answer, 0 (unrelated) to 1 (cosine similarity)."""
+
+    async def __call__(self, text: str, tools: Sequence[Mapping[str, Any]]) -> float:
+        """The relevance of ``text`` to ``tools`` (as advertised, in the function-calling format)."""
+        ...
+
+
+class LocalChatPromptExecutionSettings(PromptExecutionSettings):
+    """Request options for the in-process model."""
+
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    seed: int | None = None
+    max_tokens: int = Field(default=200, ge=1)
+    max_call_tokens: int = Field(default=200, ge=16)
+    routing: bool = True
+    tool_start_threshold: float = Field(default=-1.7, le=0.0)
+    relevance_threshold: float = Field(default=0.55, ge=0.0, le=1.0)
+    borderline_margin: float = Field(default=0.35, ge=0.0)
+    off_topic_relevance: float = Field(default=0.25, ge=0.0, le=1.0)
+    route_after_results: bool = False
+    follow_up_calls: bool = True
+    """After results, what the operator asked for that the turn's calls did not (`chat.local.follow_up`) gets
+    one more call under grammars: values named for a parameter the calls used ("PUMP-001 and PUMP-002" after
+    PUMP-001's details), that parameter limited to them; or, with `manuals_tool`, the manuals the message asks about."""
+    manuals_tool: str | None = None
+    """The search of the manuals that a message asking what they say gets after results, when the turn has not
+    called it (`asks_the_manuals`); None: no such follow-up."""
+    claim_check: bool = True
+    status_questions: bool = True
+    """A terse question after the plant's state (`asks_for_reassurance`: "Anything wrong?") the model would answer
+    without a tool calls a read instead (when `read_tools` says which tools read)."""
+    status_tool: str | None = None
+    """The read such a status question calls, e.g. the fleet summary; None, or not an advertised read: the model
+    picks one among the reads under a grammar."""
+    tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
+    read_tools: list[str] | None = Field(default=None, exclude=True)
+    """The advertised tools declared reads (`traits_of`), set from the request's kernel; the claim check calls
+    only these (None: any advertised tool)."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """Native routing's decision on a turn: whether it opens with a call, and the scores behind it."""
+
+    start: float  # the model's log-probability of opening its turn like a call
+    relevance: float | None  # the operator's message against the tools' subjects; measured only near the line
+    call: bool
+    reads_only: bool = False  # a status question the model would have answered: a read, its name under a grammar
+
+
+@dataclass
+class _Usage:
+    prompt: int = 0
+    completion: int = 0
+
+    def as_completion_usage(self) -> CompletionUsage:
+        return CompletionUsage(prompt_tokens=self.prompt, completion_tokens=self.completion)
+
+
+def _letters_marker() -> str:
+    """The service's fence marker: 10 random lowercase letters (47 bits).
+
+    The local model reads it around every result; Qwen reads each digit as a token, so the runner's
+    10 hex digits cost 8-9 tokens a line and these about 5.
+    """
+    return "".join(secrets.choice(string.ascii_lowercase) for _ in range(10))
+
+
+class LocalChatCompletion(ChatCompletionClientBase):
+    """Chat completion on llama.cpp with grammar-constrained tool calls and a streamed answer."""
+
+    SUPPORTS_FUNCTION_CALLING: ClassVar[bool] = True
+
+    _engine: CompletionEngine = PrivateAttr()
+    _prompt_tools: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+    _marker: str = PrivateAttr(default_factory=_letters_marker)
+    _relevance: Relevance | None = PrivateAttr(default=None)
+
+    def __init__(
+        self,
+        engine: CompletionEngine,
+        *,
+        relevance: Relevance | None = None,
+        ai_model_id: str = "local-gguf",
+        service_id: str = "pumpops-chat",
+    ):
+        """Wrap ``engine`` (a `LlamaEngine`, or a scripted one in tests); ``relevance`` informs routing."""
+        super().__init__(ai_model_id=ai_model_id, service_id=service_id)
+        self._engine = engine
+        self._relevance = relevance
+
+    def get_prompt_execution_settings_class(self) -> type[PromptExecutionSettings]:
+        """The settings class this service reads."""
+        return LocalChatPromptExecutionSettings
+
+    def _update_function_choice_settings_callback(
+        self,
+    ) -> Callable[[FunctionCallChoiceConfiguration, PromptExecutionSettings, FunctionChoiceType], None]:
+        def update(config: FunctionCallChoiceConfiguration, settings: PromptExecutionSettings, _: Any) -> None:
+            functions = config.available_functions or []
+            tools = [kernel_function_metadata_to_function_call_format(f) for f in functions]
+            if isinstance(settings, LocalChatPromptExecutionSettings):
+                settings.tools = tools or None
+
+        return update
+
+    async def get_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings, **kwargs: Any
+    ) -> list[ChatMessageContent]:
+        """Answer ``chat_history``; the request's ``kernel`` tells which of its tools only read."""
+        return await super().get_chat_message_contents(chat_history, self._with_reads(settings, kwargs), **kwargs)
+
+    async def get_streaming_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings, **kwargs: Any
+    ) -> AsyncGenerator[list[StreamingChatMessageContent], Any]:
+        """Stream the answer to ``chat_history``; the request's ``kernel`` tells which of its tools only read."""
+        own = self._with_reads(settings, kwargs)
+        async for batch in super().get_streaming_chat_message_contents(chat_history, own, **kwargs):
+            yield batch
+
+    def _with_reads(self, settings: PromptExecutionSettings, kwargs: Mapping[str, Any]) -> PromptExecutionSettings:
+        """``settings`` as this service's, with `read_tools` from the kernel's declarations (unchanged without one)."""
+        kernel = kwargs.get("kernel")
+        if not isinstance(kernel, Kernel):
+            return settings
+        own = settings
+        if not isinstance(own, LocalChatPromptExecutionSettings):
+            own = self.get_prompt_execution_settings_from_settings(settings)
+        reads = [
+            function.fully_qualified_name
+            for plugin in kernel.plugins.values()
+            for function in plugin.functions.values()
+            if traits_of(function).read_only
+        ]
+        return own.model_copy(update={"read_tools": reads})
+
+    def _reset_function_choice_settings(self, settings: PromptExecutionSettings) -> None:
+        if isinstance(settings, LocalChatPromptExecutionSettings):
+            settings.tools = None
+
+    async def _inner_get_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings
+    ) -> list[ChatMessageContent]:
+        chunks: list[StreamingChatMessageContent] = []
+        async for batch in self._inner_get_streaming_chat_message_contents(chat_history, settings):
+            chunks.extend(batch)
+        if not chunks:
+            return [ChatMessageContent(role=AuthorRole.ASSISTANT, content="", ai_model_id=self.ai_model_id)]
+        merged = reduce(lambda a, b: a + b, chunks)
+        return [ChatMessageContent(role=AuthorRole.ASSISTANT, items=list(merged.items), metadata=merged.metadata)]
+
+    async def _inner_get_streaming_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings, function_invoke_attempt: int = 0
+    ) -> AsyncGenerator[list[StreamingChatMessageContent], Any]:
+        if not isinstance(settings, LocalChatPromptExecutionSettings):
+            settings = self.get_prompt_execution_settings_from_settings(settings)
+        assert isinstance(settings, LocalChatPromptExecutionSettings)
+        tools = settings.tools or []
+        if tools:
+            self._prompt_tools = tools
+        # The tool list stays in the prompt even on a call without tools, so the cached prefix is reused.
+        prompt = render_prompt(to_prompt_messages(chat_history, self._marker), self._prompt_tools)
+        usage = _Usage(prompt=await asyncio.to_thread(self._engine.count_tokens, prompt))
+        last_role = chat_history.messages[-1].role if chat_history.messages else AuthorRole.USER
+        # Tools are considered right after the user spoke; after tool results the model answers, unless
+        # `route_after_results` (measured: the 1.5B model then repeats its last call, a loop the runner stops).
+        after_results = settings.routing and settings.route_after_results and last_role == AuthorRole.TOOL
+        check_claims = False
+        if tools and settings.routing and settings.follow_up_calls and last_role == AuthorRole.TOOL:
+            if follow_up := await self._follow_up_calls(prompt, chat_history, tools, usage, settings):
+                yield [self._calls_chunk(follow_up, function_invoke_attempt, usage)]
+                return
+        if tools and (last_role == AuthorRole.USER or after_results):
+            names = [str(t["function"]["name"]) for t in tools]
+            said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
+            # Routing and calls are decoded greedily: sampling only added calls nobody asked for (a second,
+            # unrelated one) and varied arguments; the answer samples at the configured temperature.
+            greedy = settings.model_copy(update={"temperature": 0.0})
+            calls: list[ParsedCall] = []
+            if not settings.routing:
+                grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, said=said)
+                text = await self._text(prompt, grammar, settings.max_call_tokens, greedy, usage)
+                calls = parse_tool_calls(text, tools, said)
+            else:
+                # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
+                route = await self._route(prompt, chat_history, tools, settings)
+                if route is None:
+                    asking = routing_prompt(prompt, tools, _last_user_text(chat_history))
+                    choice = (await self._text(asking, route_grammar(names), ROUTE_TOKENS, greedy, usage)).strip()
+                    usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, asking) - usage.prompt)
+                    if choice in names:
+                        calls = await self._calls_of(prompt, choice, tools, said, greedy, usage)
+                elif route.reads_only:
+                    usage.completion += 1
+                    calls = await self._read_calls(
+                        prompt, tools, said, settings, greedy, usage, preferred=settings.status_tool
+                    )
+                elif route.call:
+                    usage.completion += 1
+                    # The call's fixed opening goes in the prompt (read in one batch). First the whole call
+                    # without a grammar, kept if the grammar would have allowed it (`strict_tool_calls`).
+                    free = await self._text(
+                        prompt + NAME_OPENING,
+                        None,
+                        settings.max_call_tokens,
+                        greedy,
+                        usage,
+                        call_hints(tools, said, identifiers(_last_user_text(chat_history))),
+                    )
+                    written = NAME_OPENING + free.rstrip()
+                    if not written.endswith(TOOL_CALL_CLOSE):
+                        # Its own closing tag is a special token, which reads back as no text.
+                        written += "\n" + TOOL_CALL_CLOSE
+                    calls = strict_tool_calls(written, tools, said, max_calls=MAX_PARALLEL_CALLS)
+                    if not calls:
+                        # Otherwise constrained: the name under a grammar of the names, then its arguments.
+                        calls = await self._named_calls(prompt, names, tools, said, greedy, usage)
+                else:
+                    usage.completion += 1
+                    check_claims = (
+                        settings.claim_check and last_role == AuthorRole.USER and not _has_results(chat_history)
+                    )
+            if calls:
+                yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
+                return
+
+        def answering() -> AsyncGenerator[str, None]:
+            pieces = self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1)
+            return _without_fences(pieces)
+
+        answer = answering()
+        held: list[str] = []
+        if check_claims:
+            # Routing chose to answer, and nothing has been read yet: the opening is held back until it can be
+            # judged. One that vouches for the plant or names a tool (`data_claim`) shows the model took the
+            # question to need data ("Anything wrong?" -> "No problems."): the turn calls a tool instead.
+            cut = False
+            opening = ""
+            async for piece in answer:
+                held.append(piece)
+                opening += piece
+                if opening_complete(opening, len(held)):
+                    cut = True
+                    break
+            if data_claim(opening, names, asked=_last_user_text(chat_history)) is not None:
+                await answer.aclose()
+                if cut:  # a finished answer has counted its pieces already
+                    usage.completion += len(held)
+                calls = await self._read_calls(prompt, tools, said, settings, greedy, usage)
+                if calls:
+                    yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
+                    return
+                # No call could be written after all: the answer is generated afresh, nothing is cut short.
+                held = []
+                answer = answering()
+        for piece in held:
+            yield [self._chunk([self._text_item(piece)], function_invoke_attempt)]
+        async for piece in answer:
+            yield [self._chunk([self._text_item(piece)], function_invoke_attempt)]
+        yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
+
+    async def route(self, chat_history: ChatHistory, settings: LocalChatPromptExecutionSettings) -> Route | None:
+        """How native routing decides the next turn of ``chat_history`` with ``settings.tools``; None without a scorer.
+
+        The same decision a turn takes first when the operator has just spoken, without writing the call;
+        `bench/routing_bench.py` reads it for many wordings.
+        """
+        tools = settings.tools or self._prompt_tools
+        prompt = render_prompt(to_prompt_messages(chat_history, self._marker), tools)
+        return await self._route(prompt, chat_history, tools, settings)
+
+    async def _route(
+        self,
+        prompt: str,
+        chat_history: ChatHistory,
+        tools: Sequence[Mapping[str, Any]],
+        settings: LocalChatPromptExecutionSettings,
+    ) -> Route | None:
+        """Whether the turn opens with a call: the start score decides, and near the line the message's relevance.
+
+        Well above the threshold (by ``borderline_margin``) the model's own opening decides. Below that, a terse
+        question after the plant's state (`asks_for_reassurance`, with ``status_questions``) calls a read; otherwise
+        the relevance of the operator's last message settles it: at least ``relevance_threshold`` calls whatever the
+        score, under ``off_topic_relevance`` does not call, between them the threshold decides.
+        """
+        scorer = getattr(self._engine, "tool_start_logprob", None)
+        if scorer is None:
+            return None
+        start = await asyncio.to_thread(scorer, prompt)
+        if start >= settings.tool_start_threshold + settings.borderline_margin:
+            return Route(start=start, relevance=None, call=True)
+        if not chat_history.messages or chat_history.messages[-1].role != AuthorRole.USER:
+            return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)
+        message = chat_history.messages[-1].content or ""  # the operator's, as checked above
+        reads_known = settings.read_tools is not None  # without the kernel's declarations a write could be picked
+        if settings.status_questions and reads_known and asks_for_reassurance(message):
+            return Route(start=start, relevance=None, call=True, reads_only=True)
+        if self._relevance is None:
+            return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)
+        relevance = await self._relevance(message, tools)
+        call = relevance >= settings.relevance_threshold or (
+            start >= settings.tool_start_threshold and relevance >= settings.off_topic_relevance
+        )
+        return Route(start=start, relevance=relevance, call=call)
+
+    async def _follow_up_calls(
+        self,
+        prompt: str,
+        chat_history: ChatHistory,
+        tools: Sequence[Mapping[str, Any]],
+        usage: _Usage,
+        settings: LocalChatPromptExecutionSettings,
+    ) -> list[ParsedCall]:
+        """The call for what the operator asked that this turn's calls did not (`chat.local.follow_up`).
+
+        Values named for a parameter the calls used come first: the name among the reads taking that parameter, the
+        parameter allowing only those values. Then the manuals (`manuals_tool`), the search's arguments under its
+        grammar. A call the turn already made is dropped.
+        """
+        made = _turn_calls(chat_history)
+        message = _last_user_text(chat_history)
+        # Only reads follow up (all tools when the kernel's declarations are unknown): a second write nobody
+        # quite asked for ("a work order for PUMP-007 like PUMP-004's") would only wait on a supervisor.
+        readable = _reads(tools, settings)
+        unasked = unasked_values(made, message, tools)
+        narrowed = with_values(readable, unasked) if unasked is not None else []
+        manuals = settings.manuals_tool
+        search = (
+            [t for t in readable if tool_function(t).get("name") == manuals]
+            if not narrowed and manuals and asks_the_manuals(message) and manuals not in (n for n, _ in made)
+            else []
+        )
+        if not narrowed and not search:
+            return []
+        said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
+        greedy = settings.model_copy(update={"temperature": 0.0})
+        if narrowed:
+            names = [str(tool_function(t).get("name")) for t in narrowed]
+            calls = await self._named_calls(prompt, names, narrowed, said, greedy, usage)
+        else:
+            calls = await self._calls_of(prompt, str(manuals), search, said, greedy, usage)
+        return [c for c in calls if (c.name, dict(c.arguments)) not in made]
+
+    async def _named_calls(
+        self,
+        prompt: str,
+        names: Sequence[str],
+        tools: Sequence[Mapping[str, Any]],
+        said: Mentions,
+        greedy: LocalChatPromptExecutionSettings,
+        usage: _Usage,
+    ) -> list[ParsedCall]:
+        """A call written under grammars: the name among ``names`` (the advertised tools'), then its arguments."""
+        named = await self._text(prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage)
+        choice = named.rstrip('"')
+        return await self._calls_of(prompt, choice, tools, said, greedy, usage) if choice in names else []
+
+    async def _read_calls(
+        self,
+        prompt: str,
+        tools: Sequence[Mapping[str, Any]],
+        said: Mentions,
+        settings: LocalChatPromptExecutionSettings,
+        greedy: LocalChatPromptExecutionSettings,
+        usage: _Usage,
+        *,
+        preferred: str | None = None,
+    ) -> list[ParsedCall]:
+        """A call among the reads (`read_tools`; all tools when unknown), its name and arguments under grammars.
+
+        What a question or a claim about the plant's state asks for is data, never a change (a write would be parked).
+        ``preferred``, when it is one of those reads, is called without decoding a name, and without decoding its
+        arguments when it takes none (the fleet summary: its eight constrained tokens took about 1.2 s).
+        """
+        readable = _reads(tools, settings)
+        names = [str(t["function"]["name"]) for t in readable]
+        if preferred in names:
+            tool = readable[names.index(preferred)]["function"]
+            if not (tool.get("parameters") or {}).get("properties"):
+                return [ParsedCall(name=str(preferred), arguments={})]
+            return await self._calls_of(prompt, str(preferred), readable, said, greedy, usage)
+        return await self._named_calls(prompt, names, readable, said, greedy, usage) if readable else []
+
+    async def _calls_of(
+        self,
+        prompt: str,
+        choice: str,
+        tools: Sequence[Mapping[str, Any]],
+        said: Mentions,
+        greedy: LocalChatPromptExecutionSettings,
+        usage: _Usage,
+    ) -> list[ParsedCall]:
+        """The calls that open with ``choice``: its arguments (and any second call) under the tools' grammar."""
+        head = call_prefix(choice)
+        grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, first=choice, said=said)
+        text = head + await self._text(prompt + head, grammar, greedy.max_call_tokens, greedy, usage)
+        return parse_tool_calls(text, tools, said)
+
+    def _text_item(self, piece: str) -> StreamingTextContent:
+        return StreamingTextContent(choice_index=0, text=piece, ai_model_id=self.ai_model_id)
+
+    def _calls_chunk(self, calls: Sequence[ParsedCall], attempt: int, usage: _Usage) -> StreamingChatMessageContent:
+        items = [
+            FunctionCallContent(
+                ai_model_id=self.ai_model_id,
+                id=f"call_{secrets.token_hex(4)}",
+                index=position,
+                name=call.name,
+                arguments=call.arguments,
+            )
+            for position, call in enumerate(calls)
+        ]
+        return self._chunk(items, attempt, usage=usage, finish="tool_calls")
+
+    def _chunk(
+        self, items: list[Any], attempt: int, *, usage: _Usage | None = None, finish: str | None = None
+    ) -> StreamingChatMessageContent:
+        metadata = {"usage": usage.as_completion_usage()} if usage is not None else {}
+        return StreamingChatMessageContent(
+            role=AuthorRole.ASSISTANT,
+            choice_index=0,
+            items=items,
+            ai_model_id=self.ai_model_id,
+            metadata=metadata,
+            function_invoke_attempt=attempt,
+            finish_reason=finish,  # type: ignore[arg-type]
+        )
+
+    async def _text(
+        self,
+        prompt: str,
+        grammar: str | None,
+        max_tokens: int,
+        settings: LocalChatPromptExecutionSettings,
+        usage: _Usage,
+        hints: Sequence[str] = (),
+    ) -> str:
+        pieces = self._generate(prompt, grammar, max_tokens, settings, usage, hints=hints)
+        return "".join([piece async for piece in pieces])
+
+    async def _generate(
+        self,
+        prompt: str,
+        grammar: str | None,
+        max_tokens: int,
+        settings: LocalChatPromptExecutionSettings,
+        usage: _Usage,
+        *,
+        grammar_tokens: int | None = None,
+        hints: Sequence[str] = (),
+    ) -> AsyncGenerator[str, None]:
+        """Run one blocking completion in a worker thread, yielding its pieces as they arrive."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        cancelled = threading.Event()
+
+        def post(kind: str, value: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+
+        def work() -> None:
+            pieces = 0
+            try:
+                stream = self._engine.complete(
+                    prompt,
+                    grammar=grammar,
+                    max_tokens=max_tokens,
+                    temperature=settings.temperature,
+                    seed=settings.seed,
+                    stop=STOP_STRINGS,
+                    grammar_tokens=grammar_tokens,
+                    hints=hints,
+                )
+                try:
+                    for piece in stream:
+                        pieces += 1
+                        post("piece", piece)
+                        if cancelled.is_set():
+                            break
+                finally:
+                    close = getattr(stream, "close", None)
+                    if close is not None:
+                        close()
+            except Exception as exc:  # handed to the event loop, re-raised there
+                post("error", exc)
+            finally:
+                post("done", pieces)
+
+        worker = asyncio.ensure_future(asyncio.to_thread(work))
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "piece":
+                    yield value
+                elif kind == "error":
+                    if isinstance(value, ServiceResponseException):
+                        raise value
+                    raise ServiceResponseException(f"The local model failed: {value}") from value
+                else:
+                    usage.completion += int(value)
+                    break
+        finally:
+            cancelled.set()
+            await worker  # the thread stops after its current token; nothing outlives the call
+
+
+def to_prompt_messages(chat_history: ChatHistory, marker: str) -> list[PromptMessage]:
+    """SK's chat history in the model's terms: calls with their full names, results as compact text.
+
+    Fences, in the system prompt and around results, carry ``marker`` whatever turn drew them.
+    """
+    out: list[PromptMessage] = []
+    for message in chat_history.messages:
+        if message.role == AuthorRole.TOOL:
+            for item in message.items:
+                if isinstance(item, FunctionResultContent):
+                    parked = (item.metadata or {}).get(STATUS_KEY) == "pending_approval"  # set by the runner
+                    raw = result_text(item.result)
+                    text = compact_result(raw, marker)
+                    approval = parked_approval_id(raw) if parked else ""
+                    out.append(PromptMessage(role="tool", content=text, parked=parked, approval_id=approval))
+            continue
+        if message.role == AuthorRole.ASSISTANT:
+            calls = [
+                (item.name or item.function_name, _arguments(item.arguments))
+                for item in message.items
+                if isinstance(item, FunctionCallContent)
+            ]
+            out.append(PromptMessage(role="assistant", content=message.content or "", tool_calls=calls))
+            continue
+        if message.role in (AuthorRole.SYSTEM, AuthorRole.DEVELOPER):
+            out.append(PromptMessage(role="system", content=remark(message.content or "", marker)))
+        else:
+            out.append(PromptMessage(role="user", content=message.content or ""))
+    return out
+
+
+def compact_result(text: str, marker: str) -> str:
+    """A tool result as the local model reads it: JSON as compact text (`compact_json`), fenced again.
+
+    The data is decoded before it is re-rendered, so it is fenced anew under ``marker`` (which
+    neutralises any fence words the decoding revealed, and removes ``marker`` from the data).
+    """
+    fenced = unfence(text)
+    if fenced is None:
+        return compact_json(text)
+    return fence(compact_json(fenced[1]), marker)
+
+
+def _conversation_text(chat_history: ChatHistory) -> str:
+    """What the operator and the assistant said (not the system prompt, not tool results): what arguments may cite."""
+    spoken = (AuthorRole.USER, AuthorRole.ASSISTANT)
+    return "\n".join(m.content or "" for m in chat_history.messages if m.role in spoken and m.content)
+
+
+def _has_results(chat_history: ChatHistory) -> bool:
+    """Whether any tool result is in the conversation."""
+    return any(isinstance(item, FunctionResultContent) for m in chat_history.messages for item in m.items)
+
+
+def _reads(tools: Sequence[Mapping[str, Any]], settings: LocalChatPromptExecutionSettings) -> list[Mapping[str, Any]]:
+    """The ``tools`` the kernel declares reads (`read_tools`); all of them when that is unknown."""
+    return [t for t in tools if settings.read_tools is None or tool_function(t).get("name") in settings.read_tools]
+
+
+def _turn_calls(chat_history: ChatHistory) -> list[tuple[str, dict[str, Any]]]:
+    """The calls (name, arguments) made since the operator last spoke."""
+    since = next(
+        (n for n in range(len(chat_history.messages) - 1, -1, -1) if chat_history.messages[n].role == AuthorRole.USER),
+        -1,
+    )
+    return [
+        (item.name or "", dict(_arguments(item.arguments)))
+        for message in chat_history.messages[since + 1 :]
+        for item in message.items
+        if isinstance(item, FunctionCallContent)
+    ]
+
+
+def _last_user_text(chat_history: ChatHistory) -> str:
+    return next((m.content or "" for m in reversed(chat_history.messages) if m.role == AuthorRole.USER), "")
+
+
+def _arguments(raw: Any) -> Mapping[str, Any]:
+    if isinstance(raw, Mapping):
+        return raw
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+async def _without_fences(pieces: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
+    """An answer's pieces without fence lines (`FenceScrubber`): the model copies them from its prompt."""
+    scrubber = FenceScrubber()
+    try:
+        async for piece in pieces:
+            if shown := scrubber.feed(piece):
+                yield shown
+        if tail := scrubber.flush():
+            yield tail
+    finally:
+        await pieces.aclose()

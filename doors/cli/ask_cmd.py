@@ -1,0 +1,65 @@
+"""`pumpops ask`: one question, one turn, streamed to the terminal or returned as JSON."""
+
+from __future__ import annotations
+
+import getpass
+import json
+
+import typer
+from rich.markup import escape
+
+from doors.cli.chat_render import tool_line, turn_flags, usage_line
+from doors.cli.common import CliState, print_json, run, state
+from kernel_setup.app import open_app
+from turn.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnResult
+from turn.factory import check_model, runner_for
+
+
+def ask(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="The question, in plain language."),
+    session: str | None = typer.Option(None, "--session", help="Continue this session (its id is printed)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the turn result JSON only."),
+    principal: str = typer.Option(getpass.getuser(), "--as", help="Who is asking (recorded in the audit trail)."),
+) -> None:
+    """Ask one question; tools run through the kernel's filters; the answer cites tool results.
+
+    Example: pumpops ask "Which pump needs attention?" --json
+    """
+    cli = state(ctx)
+    result = run(cli, _ask(cli, question, session, principal, as_json))
+    if as_json:
+        print_json(cli, result.model_dump(mode="json"))
+    if result.degraded and not result.answer.strip():
+        raise typer.Exit(4)
+
+
+async def _ask(cli: CliState, question: str, session: str | None, principal: str, as_json: bool) -> TurnResult:
+    async with open_app(cli.settings()) as app:
+        await check_model(app)
+        result: TurnResult | None = None
+        async for event in runner_for(app).stream(question, session=session, principal=principal, door="cli"):
+            if as_json:
+                if isinstance(event, TurnFinished):
+                    result = event.result
+                continue
+            if isinstance(event, ToolCallStarted):
+                cli.err_console.print(
+                    f"[dim]→ {escape(event.name)}({escape(json.dumps(event.arguments))})[/]", highlight=False
+                )
+            elif isinstance(event, ToolCallFinished):
+                cli.err_console.print(tool_line(event.record), highlight=False)
+            elif isinstance(event, TextDelta):
+                cli.console.print(event.text, end="", highlight=False, markup=False, soft_wrap=True)
+            elif isinstance(event, TurnFinished):
+                result = event.result
+                print_footer(cli, result)
+        assert result is not None
+        return result
+
+
+def print_footer(cli: CliState, result: TurnResult) -> None:
+    """Under the answer, on stderr: the chat's flags (`turn_flags`) and its usage line."""
+    cli.console.print()
+    for line in [*turn_flags(result), usage_line(result)]:
+        cli.err_console.print(line, highlight=False)

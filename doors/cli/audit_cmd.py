@@ -1,0 +1,94 @@
+"""`pumpops audit`: read the newest audit rows and verify the hash chain."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from doors.cli.common import CliState, fail, print_json, run, state
+from governance.audit_log import AuditLog, AuditRow, ChainReport
+from storage import Database
+
+app = typer.Typer(help="Read and verify the hash-chained audit trail.", no_args_is_help=True)
+
+EXIT_BROKEN_CHAIN = 1
+
+
+@app.command("tail")
+def tail(
+    ctx: typer.Context,
+    lines: int = typer.Option(20, "-n", "--lines", min=1, max=100_000, help="How many of the newest rows to show."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON for machines."),
+) -> None:
+    """Show the newest audit rows, oldest first: who called which function, how it ended and how long it took.
+
+    Example: pumpops audit tail -n 50 --json
+    """
+    cli = state(ctx)
+
+    async def work() -> list[AuditRow]:
+        db = await _open(cli)
+        try:
+            return await AuditLog(db).tail(lines)
+        finally:
+            await db.close()
+
+    rows = run(cli, work())
+    if as_json:
+        print_json(cli, [row.model_dump(mode="json") for row in rows])
+        return
+    if not rows:
+        cli.console.print("The audit trail is empty.")
+        return
+    for row in rows:
+        who = row.principal if row.session is None else f"{row.principal}/{row.session}"
+        took = "-" if row.duration_ms is None else f"{row.duration_ms:.1f} ms"
+        arguments = row.arguments if isinstance(row.arguments, str) else json.dumps(row.arguments, ensure_ascii=False)
+        line = f"#{row.id} {row.at} {who} via {row.door}: {row.function} {arguments} -> {row.outcome.value} ({took})"
+        if row.detail:
+            line += f" {row.detail}"
+        cli.console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+@app.command("verify")
+def verify(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON for machines.")) -> None:
+    """Recompute every row's hash and link; exit 1 naming the first bad row when the chain is broken.
+
+    Example: pumpops audit verify
+    """
+    cli = state(ctx)
+
+    async def work() -> ChainReport:
+        db = await _open(cli)
+        try:
+            return await AuditLog(db).check_chain()
+        finally:
+            await db.close()
+
+    report = run(cli, work())
+    if as_json:
+        print_json(cli, {"ok": report.ok, **report.model_dump(mode="json")})
+    elif report.ok:
+        cli.console.print(
+            f"Audit chain intact: {report.rows_checked} rows; head hash {report.head_hash or '(empty)'}.",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        cli.err_console.print(
+            f"Audit chain broken at row {report.first_bad_id}: {report.reason}. "
+            f"Rows verified before it: {report.rows_checked}.",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    if not report.ok:
+        raise typer.Exit(EXIT_BROKEN_CHAIN)
+
+
+async def _open(cli: CliState) -> Database:
+    path = cli.settings().database_path
+    if not path.is_file():
+        fail(cli, f"No database at {str(path)!r}. Run `pumpops db init` first, or pass --settings.")
+    return await Database.open(path)

@@ -1,0 +1,212 @@
+"""How the chat and triage show a turn: streamed answer, one line per tool call, flags, listings.
+
+Everything here only prints; nothing decides. Output goes through rich consoles so a test can
+capture it with ``Console(file=StringIO(), color_system=None)`` and compare text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from semantic_kernel.contents import AuthorRole
+from semantic_kernel.contents.chat_message_content import ChatMessageContent
+from semantic_kernel.contents.function_call_content import FunctionCallContent
+from semantic_kernel.contents.function_result_content import FunctionResultContent
+
+from turn.events import (
+    TextDelta,
+    ToolCallFinished,
+    ToolCallRecord,
+    ToolCallStarted,
+    TurnEvent,
+    TurnFinished,
+    TurnResult,
+)
+
+MARKS = {
+    "ok": ("✓", "green"),
+    "error": ("✗ error", "red"),
+    "denied": ("⛔ denied", "red"),
+    "pending_approval": ("⏸ pending approval", "yellow"),
+    "rejected": ("✗ rejected", "red"),
+}
+ARGUMENT_CHARS = 80
+HISTORY_TEXT_CHARS = 200
+
+
+class TurnRenderer:
+    """Prints a turn's events as they arrive: tool calls as single lines, the answer as it streams.
+
+    ``out`` receives the answer; ``notes`` the tool lines, flags and footer (the same console in
+    the chat; stdout and stderr for `pumpops triage`).
+    """
+
+    def __init__(self, out: Console, notes: Console | None = None, *, answer_prefix: str = "") -> None:
+        self._out = out
+        self._notes = notes or out
+        self._answer_prefix = answer_prefix
+        self._streaming = False
+
+    def render(self, event: TurnEvent) -> None:
+        """Show one event."""
+        if isinstance(event, ToolCallStarted):
+            self.end_text()
+            self._notes.print(f"[dim]… {escape(call_signature(event.name, event.arguments))}[/]", highlight=False)
+        elif isinstance(event, ToolCallFinished):
+            self.end_text()
+            self._notes.print(tool_line(event.record), highlight=False)
+        elif isinstance(event, TextDelta):
+            if not self._streaming:
+                self._streaming = True
+                if self._answer_prefix:
+                    self._out.print(self._answer_prefix, end="", highlight=False)
+            self._out.print(event.text, end="", highlight=False, markup=False, soft_wrap=True)
+        elif isinstance(event, TurnFinished):
+            self.end_text()
+            self.finish(event.result)
+
+    def cancelled(self) -> None:
+        """Say that the running turn was cancelled (Ctrl-C)."""
+        if not self._streaming and self._notes.is_terminal:
+            self._notes.print()  # after the terminal's echoed ^C
+        self.end_text()
+        self._notes.print("[yellow]⏹ turn cancelled[/] (nothing was saved to the session)", highlight=False)
+
+    def finish(self, result: TurnResult) -> None:
+        """Flags and the footer after the answer: degraded, unverified numbers or ids, alarms misread, usage."""
+        for line in [*turn_flags(result), usage_line(result)]:
+            self._notes.print(line, highlight=False)
+
+    def end_text(self) -> None:
+        """End a streamed line of answer text, if one is open."""
+        if self._streaming:
+            self._out.print()
+            self._streaming = False
+
+
+def turn_flags(result: TurnResult) -> list[str]:
+    """The warnings under an answer, as rich markup: degraded, unverified numbers or ids, alarms misread."""
+    flags: list[str] = []
+    if result.degraded:
+        flags.append(f"[bold yellow]⚠ degraded:[/] {escape(result.reason or 'unknown')}")
+        if not result.answer.strip():
+            flags.append("[bold yellow]⚠ no answer within the turn's bounds[/]")
+    for label, found in result.doubts():
+        flags.append(f"[bold yellow]⚠ {escape(label)}:[/] {escape('; '.join(found))}")
+    return flags
+
+
+def usage_line(result: TurnResult) -> str:
+    """The footer's last line, as rich markup: the session, model calls and tokens."""
+    usage = result.usage
+    return (
+        f"[dim]session {result.session} · {usage.model_calls} model calls · "
+        f"{usage.prompt_tokens}+{usage.completion_tokens} tokens{' (estimated)' if usage.estimated else ''}[/]"
+    )
+
+
+def call_signature(name: str, arguments: Mapping[str, Any]) -> str:
+    """``name(key=value, ...)`` with values as compact JSON, cut to a readable length."""
+    parts = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in arguments.items())
+    if len(parts) > ARGUMENT_CHARS:
+        parts = parts[: ARGUMENT_CHARS - 1] + "…"
+    return f"{name}({parts})"
+
+
+def tool_line(record: ToolCallRecord) -> str:
+    """One finished tool call as rich markup: mark, call, summary, duration."""
+    mark, colour = MARKS.get(record.status, (record.status, "red"))
+    line = (
+        f"[{colour}]{mark}[/] {escape(call_signature(record.name, record.arguments))} "
+        f"→ {escape(record.summary)} [dim]({record.duration_ms:.0f} ms)[/]"
+    )
+    if record.status == "pending_approval":
+        line += "\n  [yellow]parked for a human: /approvals lists it[/]"
+    return line
+
+
+def print_tools(console: Console, definitions: Sequence[Mapping[str, Any]]) -> None:
+    """The functions the model may call, with their parameters (``?`` marks optional ones)."""
+    console.print(f"[bold]{len(definitions)} tools[/]", highlight=False)
+    for definition in definitions:
+        function = definition["function"]
+        parameters = function.get("parameters", {})
+        required = set(parameters.get("required", []))
+        signature = ", ".join(f"{n}{'' if n in required else '?'}" for n in parameters.get("properties", {}))
+        first = str(function.get("description", "")).split(". ")[0].rstrip(".")
+        console.print(f"  [cyan]{escape(function['name'])}[/]({escape(signature)}) [dim]{escape(first)}[/]")
+
+
+def print_approvals(console: Console, approvals: Sequence[Any], *, status: str | None) -> None:
+    """Parked actions, one block each: id, function, arguments, who asked, when it expires."""
+    if not approvals:
+        console.print(f"no {status or ''} approvals".replace("  ", " "), highlight=False)
+        return
+    for approval in approvals:
+        console.print(
+            f"[bold]{escape(str(approval.id))}[/] [{_status_colour(approval.status)}]{_text(approval.status)}[/] "
+            f"{escape(call_signature(str(approval.function), approval.arguments or {}))}",
+            highlight=False,
+        )
+        details = f"requested by {approval.requested_by} at {_text(approval.requested_at)}"
+        details += f" · expires {_text(approval.expires_at)}"
+        if approval.decided_by:
+            details += f" · decided by {approval.decided_by}"
+        console.print(f"  [dim]{escape(details)}[/]", highlight=False)
+
+
+def print_decision(console: Console, approval: Any) -> None:
+    """The approval after a decision, with the action's result when it ran."""
+    console.print(
+        f"[{_status_colour(approval.status)}]{_text(approval.status)}[/] {escape(str(approval.id))} "
+        f"{escape(call_signature(str(approval.function), approval.arguments or {}))} "
+        f"[dim](by {escape(str(approval.decided_by))})[/]",
+        highlight=False,
+    )
+    if approval.result is not None:
+        result = approval.result if isinstance(approval.result, str) else json.dumps(approval.result, default=str)
+        console.print(f"  result: {escape(_cut(result, HISTORY_TEXT_CHARS))}", highlight=False)
+
+
+def print_history(console: Console, session: str, messages: Sequence[ChatMessageContent]) -> None:
+    """A session's stored messages: questions, tool calls, result sizes and answers."""
+    if not messages:
+        console.print(f"session {session} has no messages yet", highlight=False)
+        return
+    console.print(f"[bold]session {session}[/] · {len(messages)} messages", highlight=False)
+    for message in messages:
+        if message.role == AuthorRole.USER:
+            console.print(f"[bold]you>[/] {escape(_cut(message.content or '', HISTORY_TEXT_CHARS))}", highlight=False)
+        elif message.role == AuthorRole.TOOL:
+            for item in message.items:
+                if isinstance(item, FunctionResultContent):
+                    size = len(str(item.result))
+                    console.print(f"  [dim]← {escape(item.name or '')}: {size} characters[/]", highlight=False)
+        else:
+            for item in message.items:
+                if isinstance(item, FunctionCallContent):
+                    arguments = item.arguments if isinstance(item.arguments, dict) else {}
+                    console.print(f"  [dim]→ {escape(call_signature(item.name or '', arguments))}[/]", highlight=False)
+            if message.content:
+                console.print(f"pumpops> {escape(_cut(message.content, HISTORY_TEXT_CHARS))}", highlight=False)
+
+
+def _text(value: Any) -> str:
+    value = getattr(value, "value", value)  # enums by value
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    return str(value)
+
+
+def _status_colour(status: Any) -> str:
+    return {"pending": "yellow", "approved": "green", "executed": "green"}.get(_text(status), "red")
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,75 @@
+"""What every CLI command shares: settings from the global option, running async work, clean errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from chat.factory import ModelUnavailableError
+from core.errors import PumpOpsError
+from kernel_setup.settings import Settings, load_settings
+
+T = TypeVar("T")
+
+EXIT_USAGE = 2
+EXIT_NO_MODEL = 3
+"""No chat model can answer (no Ollama reachable with the model, no usable offline model): `make run` offers the
+offline model's install on this code, and only on it."""
+
+
+@dataclass
+class CliState:
+    """Per-invocation state carried on the typer context (never module-level)."""
+
+    settings_path: str | None
+    console: Console
+    err_console: Console
+    _settings: Settings | None = None
+
+    def settings(self) -> Settings:
+        """Load settings once per invocation; a bad file or value exits with its message."""
+        if self._settings is None:
+            try:
+                self._settings = load_settings(self.settings_path)
+            except PumpOpsError as exc:
+                fail(self, str(exc))
+        return self._settings
+
+
+def state(ctx: typer.Context) -> CliState:
+    """The CLI state set by the root callback."""
+    obj = ctx.find_root().obj
+    if not isinstance(obj, CliState):  # pragma: no cover - the root callback always sets it
+        raise RuntimeError("CLI state missing")
+    return obj
+
+
+def fail(cli: CliState, message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print an error (no traceback) and exit non-zero."""
+    cli.err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+def error_code(exc: PumpOpsError) -> int:
+    """The exit code for a PumpOps error: `EXIT_NO_MODEL` when no chat model can answer, else `EXIT_USAGE`."""
+    return EXIT_NO_MODEL if isinstance(exc, ModelUnavailableError) else EXIT_USAGE
+
+
+def run(cli: CliState, coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run async work; PumpOps errors become a clean message and a non-zero exit (`error_code`)."""
+    try:
+        return asyncio.run(coroutine)
+    except PumpOpsError as exc:
+        fail(cli, str(exc), error_code(exc))
+
+
+def print_json(cli: CliState, data: Any) -> None:
+    """Machine-readable output: plain JSON on stdout, nothing else."""
+    cli.console.print_json(json.dumps(data, ensure_ascii=False), highlight=False)

@@ -1,0 +1,154 @@
+"""`pumpops eval`: run the golden question set against the chat model and report quality per category."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from doors.cli.common import CliState, fail, print_json, run, state
+from evaluation.questions import (
+    Category,
+    EvalQuestionsError,
+    GoldenItem,
+    load_questions,
+    select_questions,
+)
+from evaluation.runner import run_eval
+from evaluation.scorer import EvalReport, Transcript, score_report
+from kernel_setup.settings import ChatProvider
+
+
+def eval_command(
+    ctx: typer.Context,
+    provider: ChatProvider | None = typer.Option(
+        None, "--provider", help="ollama, local or auto (default: Chat.Provider)."
+    ),
+    k: int = typer.Option(4, "--k", min=1, max=20, help="Trials per question, each with its own seed (pass^k)."),
+    temperature: float | None = typer.Option(
+        None, "--temperature", min=0.0, max=2.0, help="Sampling temperature (default: Ollama.Temperature)."
+    ),
+    category: list[Category] = typer.Option(
+        [], "--category", help="Run this category's questions (repeatable; adds to --id)."
+    ),
+    only: list[str] = typer.Option([], "--id", help="Run this question (repeatable; adds to --category)."),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, help="At most this many questions per category (not counting --id ones)."
+    ),
+    questions: Path | None = typer.Option(
+        None, "--questions", help="Another question file (default: the packaged set)."
+    ),
+    seed: int = typer.Option(1, "--seed", help="Seed of the first trial; trial t uses seed + t."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report JSON only."),
+) -> None:
+    """Score tool selection, arguments, facts, groundedness, irrelevance, calls, latency and pass^k per category.
+
+    Every question runs in a fresh session on a throwaway copy of the sample database.
+    Without --category or --id every question runs; with them, those categories' questions and those ids.
+    Example: pumpops eval --provider local --k 2 --category single_tool --category irrelevance
+    """
+    cli = state(ctx)
+    settings = cli.settings()
+    try:
+        golden = load_questions(questions)
+        items = select_questions(golden, category, only, limit)
+    except EvalQuestionsError as exc:
+        fail(cli, str(exc))
+    if not golden:
+        fail(cli, "The question set has no items.")
+    if not items:
+        present = ", ".join(dict.fromkeys(i.category.value for i in golden))
+        asked = ", ".join(c.value for c in category)
+        fail(cli, f"No question to run: the set has no {asked} question (its categories: {present}).")
+    temp = settings.ollama.temperature if temperature is None else temperature
+    if temp == 0 and k > 1 and not as_json:
+        cli.err_console.print("[yellow]temperature 0: every trial is the same, so pass^k equals pass^1[/]")
+
+    def progress(item: GoldenItem, transcript: Transcript) -> None:
+        if as_json:
+            return
+        result = transcript.result
+        if result is None:
+            cli.err_console.print(
+                f"[red]✗[/] {item.id} #{transcript.trial}: {escape(transcript.error or '')}", highlight=False
+            )
+            return
+        calls = ", ".join(c.name for c in result.tool_calls) or "no tool"
+        cli.err_console.print(
+            f"[dim]{item.id} #{transcript.trial}: {calls} ({transcript.latency_s:.1f} s)[/]", highlight=False
+        )
+
+    done = run(
+        cli, run_eval(settings, items, k=k, temperature=temp, provider=provider, base_seed=seed, on_trial=progress)
+    )
+    report = score_report(
+        items,
+        done.transcripts,
+        k=k,
+        provider=done.provider.value,
+        temperature=temp,
+        seeds=[seed + t for t in range(k)],
+        warmup_s=done.warmup_s,
+        machine_rates=done.machine_rates,
+    )
+    if as_json:
+        print_json(cli, report.model_dump(mode="json"))
+    else:
+        print_report(cli, report)
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def print_report(cli: CliState, report: EvalReport) -> None:
+    """The report for people: the table per category, the cold start, the machine's rates, the failed trials."""
+    table = Table(title=f"pumpops eval · {report.provider} · k={report.k} · temperature {report.temperature:g}")
+    for header in (
+        "category",
+        "items",
+        "tool sel.",
+        "args",
+        "facts",
+        "grounded",
+        "irrelev.",
+        "calls/q",
+        "latency p50",
+        "pass^1",
+        f"pass^{report.k}",
+    ):
+        table.add_column(header, justify="left" if header == "category" else "right")
+    for c in report.categories:
+        table.add_row(
+            c.category,
+            str(c.items),
+            _pct(c.tool_selection),
+            _pct(c.argument_accuracy),
+            _pct(c.fact_recall),
+            _pct(c.groundedness),
+            _pct(c.irrelevance),
+            f"{c.model_calls:.1f}",
+            f"{c.latency_median_s:.1f} s",
+            _pct(c.pass_1),
+            _pct(c.pass_k),
+            style="bold" if c.category == "overall" else None,
+        )
+    cli.console.print(table)
+    if report.warmup_s is not None:
+        cli.console.print(f"[dim]cold start (unscored warm-up turn, not in the latencies): {report.warmup_s:.1f} s[/]")
+    if report.machine_rates:
+        reads = " → ".join(f"{r.prompt_tokens_per_s:.0f}" for r in report.machine_rates)
+        writes = " → ".join(f"{r.written_tokens_per_s:.1f}" for r in report.machine_rates)
+        whens = " → ".join(r.when for r in report.machine_rates)
+        cli.console.print(
+            f"[dim]llama.cpp on this machine ({whens} the trials): reads {reads} prompt tokens/s, "
+            f"writes {writes} tokens/s[/]",
+            highlight=False,
+        )
+    failed = [t for t in report.trials if not t.passed]
+    for trial in failed[:20]:
+        cli.console.print(
+            f"[dim]✗ {trial.item_id} #{trial.trial}: {escape('; '.join(trial.problems))}[/]", highlight=False
+        )

@@ -1,0 +1,93 @@
+"""`pumpops mcp`: serve every kernel function as an MCP tool, over stdio or streamable HTTP."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Coroutine
+from typing import Any
+
+import typer
+
+from doors.cli.common import CliState, fail, run, state
+from doors.mcp_server import MCP_PATH, serve_http, serve_stdio
+from kernel_setup.app import open_app
+from kernel_setup.settings import Settings
+
+REMOTE_WARNING = (
+    "The MCP server trusts its transport: it has no authentication of its own, and any client that reaches "
+    "{address} can call every tool under the name it gives itself. Run it behind an authenticating proxy (TLS "
+    "and credentials) and firewall the port."
+)
+
+
+def mcp_command(
+    ctx: typer.Context,
+    http: bool = typer.Option(False, "--http", help="Serve streamable HTTP instead of stdio."),
+    host: str | None = typer.Option(None, "--host", help="HTTP address to listen on (default: Mcp.Host)."),
+    port: int | None = typer.Option(
+        None, "--port", min=1, max=65535, help="HTTP port to listen on (default: Mcp.Port)."
+    ),
+    allow_remote: bool = typer.Option(
+        False, "--allow-remote", help="Allow a non-loopback --host (only behind an authenticating proxy)."
+    ),
+) -> None:
+    """Serve the PumpOps tools over MCP; every call passes the kernel's audit and approval filters.
+
+    Without --http the server speaks MCP on stdin/stdout (for an MCP client that starts it); with --http it
+    serves streamable HTTP at http://HOST:PORT/mcp, on 127.0.0.1 unless told otherwise.
+
+    Example: pumpops --settings appsettings.json mcp --http --port 8765
+    """
+    cli = state(ctx)
+    settings = cli.settings()
+    if not http:
+        if host is not None or port is not None or allow_remote:
+            fail(cli, "--host, --port and --allow-remote apply to --http only.")
+        _serve(cli, _stdio(settings))
+        return
+    bind_host = host if host is not None else settings.mcp.host
+    bind_port = port if port is not None else settings.mcp.port
+    loopback = is_loopback(bind_host)
+    address = f"{_url_host(bind_host)}:{bind_port}"
+    if not loopback:
+        if not allow_remote:
+            fail(
+                cli,
+                f"Refusing to listen on {bind_host!r}, which is not a loopback address. "
+                + REMOTE_WARNING.format(address=address)
+                + " Pass --allow-remote to do it anyway, or use --host 127.0.0.1.",
+            )
+        cli.err_console.print(f"[bold yellow]warning:[/] {REMOTE_WARNING.format(address=address)}", highlight=False)
+    cli.err_console.print(f"PumpOps MCP server (streamable HTTP) on http://{address}{MCP_PATH}", highlight=False)
+    _serve(cli, _http(settings, bind_host, bind_port, loopback))
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``); names are not resolved."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _serve(cli: CliState, work: Coroutine[Any, Any, None]) -> None:
+    try:
+        run(cli, work)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+async def _stdio(settings: Settings) -> None:
+    async with open_app(settings) as app:
+        await serve_stdio(app)
+
+
+async def _http(settings: Settings, host: str, port: int, loopback: bool) -> None:
+    async with open_app(settings) as app:
+        await serve_http(app, host.strip("[]"), port, loopback_only=loopback)

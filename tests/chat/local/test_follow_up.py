@@ -1,0 +1,107 @@
+"""What a local model's turn still needs after its first results (`chat.local.follow_up`; no model needed)."""
+
+from typing import Any
+
+import pytest
+
+from chat.local.follow_up import asks_the_manuals, unasked_values, with_values
+from chat.local.grammar import tool_calls_grammar
+from tests.chat.local.test_grammar import ALARMS, TOOLS
+
+DETAILS: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "assets-get_pump_details",
+        "parameters": {"type": "object", "properties": {"pump_id": {"type": "string"}}, "required": ["pump_id"]},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("made", "message", "expected"),
+    [
+        # The eval's parallel questions the local model answered with one call.
+        (
+            [("assets-get_pump_details", {"pump_id": "PUMP-001"})],
+            "How are PUMP-001 and PUMP-002 doing?",
+            ("pump_id", ("PUMP-002",)),
+        ),
+        (
+            [("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "vibration"})],
+            "For PUMP-007, show both the vibration trend and the flow trend.",
+            ("sensor_type", ("flow",)),
+        ),
+        # Case and the operator's spelling: asked for as written, compared case-insensitively.
+        (
+            [("assets-get_pump_details", {"pump_id": "PUMP-004"})],
+            "compare pump-004 with pump-007 and PUMP-004's twin",
+            ("pump_id", ("pump-007",)),
+        ),
+        # Everything named was asked for, or the calls used no such parameter.
+        ([("assets-get_pump_details", {"pump_id": "PUMP-007"})], "How is PUMP-007 at Station-C?", None),
+        ([("assets-get_system_summary", {})], "Status of PUMP-006 and PUMP-008?", None),
+        (
+            [
+                ("assets-get_pump_details", {"pump_id": "PUMP-001"}),
+                ("assets-get_pump_details", {"pump_id": "PUMP-002"}),
+            ],
+            "How are PUMP-001 and PUMP-002 doing?",
+            None,
+        ),
+        # A word before another enum value only qualifies it: "low flow" names no severity.
+        ([("alarms-list_alarms", {"severity": "critical"})], "Critical alarms on pumps with low flow?", None),
+        ([("alarms-list_alarms", {"severity": "critical"})], "Critical and low alarms?", ("severity", ("low",))),
+    ],
+)
+def test_unasked_values_are_the_ones_named_for_a_parameter_the_turns_calls_used(
+    made: list[tuple[str, dict[str, Any]]], message: str, expected: tuple[str, tuple[str, ...]] | None
+) -> None:
+    found = unasked_values(made, message, [*TOOLS, DETAILS])
+    assert (None if found is None else (found.parameter, found.values)) == expected
+
+
+def test_with_values_narrows_the_tools_taking_the_parameter_to_the_unasked_values_and_requires_it() -> None:
+    found = unasked_values([("alarms-list_alarms", {"severity": "critical"})], "critical and low alarms", TOOLS)
+    assert found is not None
+    narrowed = with_values([*TOOLS, DETAILS], found)
+    assert [t["function"]["name"] for t in narrowed] == ["alarms-list_alarms"]
+    parameters = narrowed[0]["function"]["parameters"]
+    assert parameters["properties"]["severity"] == {"type": "string", "enum": ["low"]}
+    assert parameters["required"] == ["severity"] and "active_only" in parameters["properties"]
+    original: Any = ALARMS
+    assert original["function"]["parameters"]["properties"]["severity"]["enum"] == ["low", "critical"]  # untouched
+    pump = unasked_values([("assets-get_pump_details", {"pump_id": "PUMP-001"})], "PUMP-001, PUMP-002", [DETAILS])
+    assert pump is not None
+    both = with_values([*TOOLS, DETAILS], pump)
+    assert [t["function"]["name"] for t in both] == ["sensors-get_sensor_trend", "assets-get_pump_details"]
+    assert all(t["function"]["parameters"]["properties"]["pump_id"]["enum"] == ["PUMP-002"] for t in both)
+    grammar = tool_calls_grammar(both, first="assets-get_pump_details")
+    assert "PUMP-002" in grammar and "PUMP-001" not in grammar
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "PUMP-007's vibration is high: what zone is it in and what does the manual say to do?",
+        "What vibration does PUMP-004 have, and what do the manuals say about operating in that zone?",
+        "Why is PUMP-006 offline and what does the playbook say about low discharge pressure?",
+        "Is PUMP-003 ready to start? Follow the start-up procedure.",
+        "What does the documentation say about seal flushing?",
+    ],
+)
+def test_a_message_naming_the_manuals_asks_them(message: str) -> None:
+    assert asks_the_manuals(message)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Is PUMP-003 in manual mode?",
+        "Was PUMP-006 stopped manually?",
+        "Switch PUMP-002 to manual control?",
+        "How are PUMP-001 and PUMP-002 doing?",
+        "What are common causes of bearing overheating?",
+    ],
+)
+def test_a_message_that_names_no_document_does_not(message: str) -> None:
+    assert not asks_the_manuals(message)

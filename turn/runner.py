@@ -1,0 +1,447 @@
+"""The one turn runner: streams events, calls tools through the kernel, and bounds every turn.
+
+Each model call advertises the tools with auto-invocation off, so this runner decides how calls
+run: reads of one model turn run concurrently, writes one at a time in call order, results go
+back in call order. Calls still go through `kernel.invoke_function_call`, so AUTO and FUNCTION
+invocation filters apply. Calls SK would reject before any filter (unknown tool, bad arguments)
+are rejected here and audited by the runner. Bounds: model calls, tokens, wall clock, loop
+detection; hitting one ends the turn with ``degraded`` and the reason, never a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+import httpx
+import ollama
+from semantic_kernel import Kernel
+from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
+from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
+from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
+from semantic_kernel.contents import AuthorRole, ChatHistory
+from semantic_kernel.contents.chat_message_content import ChatMessageContent
+from semantic_kernel.contents.function_call_content import FunctionCallContent
+from semantic_kernel.contents.function_result_content import FunctionResultContent
+from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
+from semantic_kernel.exceptions import KernelException, ServiceException
+
+from checks.grounding import misattributed_numbers, misstated_comparisons, ungrounded_ids, ungrounded_numbers
+from checks.rankings import misranked_pumps
+from checks.reassurance import misstated_severities, overlooked_alarms
+from core.errors import PumpOpsError
+from governance.audit_log import RejectionRecorder
+from governance.identity import CallContext, acting_as, current_call
+from kernel_setup.arguments import ToolArgumentError, coerce_arguments
+from kernel_setup.filters.audit import STATUS_KEY
+from kernel_setup.filters.outcome import CallOutcome, tracking
+from kernel_setup.filters.turn_guard import TurnGuard, guarding
+from kernel_setup.settings import AgentSettings
+from kernel_setup.shaping import fence, new_marker, parked_approval_id, result_text, system_prompt, truncate
+from plugins.declarations import traits_of
+from turn.events import (
+    ModelCallFinished,
+    ModelCallStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallRecord,
+    ToolCallStarted,
+    TurnEvent,
+    TurnFinished,
+    TurnResult,
+    Usage,
+)
+from turn.sessions import SessionStore, new_session_id, trim_history
+from turn.tokens import estimate_tokens
+
+TRUNCATION_RATIO = 0.5
+MAX_CALLS_PER_MESSAGE = 16
+
+
+class ChatServiceError(PumpOpsError):
+    """The chat model could not be reached or answered badly."""
+
+
+@dataclass
+class _Turn:
+    """Mutable bookkeeping of one turn."""
+
+    session: str
+    marker: str
+    deadline: float
+    usage: Usage = field(default_factory=Usage)
+    records: list[ToolCallRecord] = field(default_factory=list)
+    tool_texts: list[str] = field(default_factory=list)
+    degraded_reason: str | None = None
+
+
+class TurnRunner:
+    """Runs one question at a time for a session and emits `TurnEvent`s."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        service: ChatCompletionClientBase,
+        agent: AgentSettings,
+        sessions: SessionStore,
+        *,
+        execution_settings: PromptExecutionSettings,
+        rejections: RejectionRecorder | None = None,
+        num_ctx: int | None = None,
+    ) -> None:
+        self._kernel = kernel
+        self._service = service
+        self._agent = agent
+        self._sessions = sessions
+        self._execution_settings = execution_settings
+        self._rejections = rejections
+        self._num_ctx = num_ctx
+
+    async def run(self, question: str, *, session: str | None = None, principal: str = "operator") -> TurnResult:
+        """Run a turn to the end and return its result."""
+        result: TurnResult | None = None
+        async for event in self.stream(question, session=session, principal=principal):
+            if isinstance(event, TurnFinished):
+                result = event.result
+        assert result is not None
+        return result
+
+    async def stream(
+        self, question: str, *, session: str | None = None, principal: str = "operator", door: str = "chat"
+    ) -> AsyncIterator[TurnEvent]:
+        """Run a turn, yielding events as they happen; the last event is `TurnFinished`.
+
+        Raises:
+            ChatServiceError: the model service failed; the message says what to do.
+        """
+        session_id = session or new_session_id()
+        turn = _Turn(session=session_id, marker=new_marker(), deadline=time.monotonic() + self._agent.deadline_seconds)
+        stored = await self._sessions.load(session_id)
+        chat = ChatHistory(system_message=system_prompt(turn.marker))
+        chat.messages.extend(_refenced(trim_history(stored, self._agent.history_tokens), turn.marker))
+        user = ChatMessageContent(role=AuthorRole.USER, content=question)
+        chat.add_message(user)
+        new_messages: list[ChatMessageContent] = [user]
+        answer = ""
+        guard = TurnGuard()
+        with acting_as(CallContext(principal=principal, session=session_id, door=door)), guarding(guard):
+            for number in range(1, self._agent.max_model_calls + 1):
+                last = number == self._agent.max_model_calls
+                yield ModelCallStarted(number)
+                message: ChatMessageContent | None = None
+                try:
+                    async for item in self._model_call(chat, with_tools=not last, turn=turn):
+                        if isinstance(item, TextDelta):
+                            yield item
+                        else:
+                            message = item
+                except TimeoutError:
+                    turn.degraded_reason = f"deadline of {self._agent.deadline_seconds:g} s reached"
+                    break
+                assert message is not None
+                yield ModelCallFinished(
+                    number, turn.usage.prompt_tokens, turn.usage.completion_tokens, turn.usage.estimated
+                )
+                calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
+                if not calls:
+                    answer = message.content or ""
+                    new_messages.append(message)
+                    if not answer.strip():
+                        turn.degraded_reason = turn.degraded_reason or "the model returned an empty answer"
+                    break
+                chat.add_message(message)
+                new_messages.append(message)
+                async for event in self._run_calls(calls, chat, new_messages, turn):
+                    yield event
+                if guard.repeated is not None:
+                    turn.degraded_reason = f"loop detected: {guard.repeated} repeated with the same arguments"
+                    break
+                if turn.usage.prompt_tokens + turn.usage.completion_tokens > self._agent.token_budget:
+                    turn.degraded_reason = f"token budget of {self._agent.token_budget} exceeded"
+                    break
+                if time.monotonic() > turn.deadline:
+                    turn.degraded_reason = f"deadline of {self._agent.deadline_seconds:g} s reached"
+                    break
+                if number == self._agent.max_model_calls - 1:
+                    turn.degraded_reason = (
+                        f"model call limit of {self._agent.max_model_calls} reached; the last call had no tools"
+                    )
+        await self._sessions.append(session_id, principal, new_messages)
+        result = TurnResult(
+            answer=answer,
+            tool_calls=turn.records,
+            degraded=turn.degraded_reason is not None,
+            reason=turn.degraded_reason,
+            ungrounded=[
+                *ungrounded_numbers(answer, turn.tool_texts, question),
+                # An id may come from earlier in the session: the operator's messages or the tools' results.
+                *ungrounded_ids(answer, [*turn.tool_texts, *_read_texts(chat)], question),
+            ],
+            misattributed_numbers=misattributed_numbers(answer, turn.tool_texts, question),
+            overlooked_alarms=overlooked_alarms(answer, turn.tool_texts),
+            misstated_severities=misstated_severities(answer, turn.tool_texts),
+            # A number against a limit, and one pump against another on a measurement the results give both.
+            misstated_comparisons=[*misstated_comparisons(answer), *misranked_pumps(answer, turn.tool_texts)],
+            usage=turn.usage,
+            session=session_id,
+        )
+        yield TurnFinished(result)
+
+    async def _model_call(
+        self, chat: ChatHistory, *, with_tools: bool, turn: _Turn
+    ) -> AsyncIterator[TextDelta | ChatMessageContent]:
+        settings = self._execution_settings.model_copy(deep=True)
+        settings.function_choice_behavior = FunctionChoiceBehavior.Auto(auto_invoke=False) if with_tools else None
+        chunks: list[StreamingChatMessageContent] = []
+        sent_estimate = estimate_tokens("".join(str(m.content or "") + _items_text(m) for m in chat.messages))
+        try:
+            async with asyncio.timeout(max(0.0, turn.deadline - time.monotonic())):
+                async for batch in self._service.get_streaming_chat_message_contents(
+                    chat, settings, kernel=self._kernel
+                ):
+                    for chunk in batch:
+                        chunks.append(chunk)
+                        if chunk.content and not any(isinstance(i, FunctionCallContent) for i in chunk.items):
+                            yield TextDelta(chunk.content)
+        except TimeoutError:
+            raise
+        except (ServiceException, KernelException, ollama.ResponseError, httpx.HTTPError, OSError, ValueError) as exc:
+            raise ChatServiceError(_describe_service_error(exc)) from exc
+        turn.usage.model_calls += 1
+        if not chunks:
+            yield ChatMessageContent(role=AuthorRole.ASSISTANT, content="")
+            return
+        message = reduce(lambda a, b: a + b, chunks)
+        usage = (message.metadata or {}).get("usage")
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        if prompt is None or completion is None:
+            turn.usage.estimated = True
+            prompt = sent_estimate
+            completion = estimate_tokens((message.content or "") + _items_text(message))
+        elif self._num_ctx and sent_estimate > self._num_ctx and prompt < sent_estimate * TRUNCATION_RATIO:
+            turn.degraded_reason = turn.degraded_reason or (
+                f"the prompt was truncated by the model server (reported {prompt} prompt tokens, about "
+                f"{sent_estimate} sent; Ollama.NumCtx is {self._num_ctx})"
+            )
+        turn.usage.prompt_tokens += int(prompt)
+        turn.usage.completion_tokens += int(completion)
+        yield ChatMessageContent(role=AuthorRole.ASSISTANT, items=list(message.items), metadata=message.metadata)
+
+    async def _run_calls(
+        self,
+        calls: Sequence[FunctionCallContent],
+        chat: ChatHistory,
+        new_messages: list[ChatMessageContent],
+        turn: _Turn,
+    ) -> AsyncIterator[TurnEvent]:
+        for call in calls:
+            yield ToolCallStarted(call.id or "", call.name or "", _arguments_of(call))
+        allowed = calls[:MAX_CALLS_PER_MESSAGE]
+        reads = [c for c in allowed if self._is_read(c)]
+        writes = [c for c in allowed if not self._is_read(c)]
+        writes += list(calls[MAX_CALLS_PER_MESSAGE:])  # refused one by one below, without running
+
+        Finished = list[tuple[FunctionCallContent, str, ToolCallRecord]]
+
+        async def run_reads(call: FunctionCallContent) -> Finished:
+            return [await self._run_one(call, len(calls), turn)]
+
+        async def run_writes() -> Finished:
+            return [await self._run_one(call, len(calls), turn) for call in writes]
+
+        futures = [asyncio.ensure_future(run_reads(call)) for call in reads]
+        futures.append(asyncio.ensure_future(run_writes()))
+        done: dict[str, tuple[str, ToolCallRecord]] = {}
+        for future in asyncio.as_completed(futures):
+            for call, text, record in await future:
+                done[call.id or ""] = (text, record)
+                yield ToolCallFinished(call.id or "", record)
+        for call in calls:  # results enter the history in call order, each naming its tool
+            text, record = done[call.id or ""]
+            turn.records.append(record)
+            turn.tool_texts.append(text)
+            capped = truncate(text, self._agent.max_tool_result_chars)
+            chat.add_message(_tool_message(call, fence(capped, turn.marker), record.status))
+            new_messages.append(_tool_message(call, capped))  # stored unfenced; fenced anew when replayed
+
+    def _is_read(self, call: FunctionCallContent) -> bool:
+        try:
+            function = self._kernel.get_function(call.plugin_name, call.function_name)
+        except KernelException:
+            return True  # will be rejected without running
+        return traits_of(function).read_only
+
+    async def _run_one(
+        self, call: FunctionCallContent, count: int, turn: _Turn
+    ) -> tuple[FunctionCallContent, str, ToolCallRecord]:
+        started = time.perf_counter()
+        arguments = _arguments_of(call)
+        rejection = self._rejection(call, arguments)
+        if rejection is None and (call.index or 0) >= MAX_CALLS_PER_MESSAGE:
+            rejection = (
+                f"Not run: at most {MAX_CALLS_PER_MESSAGE} tool calls are executed per message. "
+                "Ask for fewer things at once, or use a list_ or get_sensor_readings tool that covers many pumps."
+            )
+        outcome = CallOutcome()
+        if rejection is not None:
+            outcome.status, outcome.error = "rejected", rejection
+            if self._rejections is not None:
+                await self._rejections.record_rejected(call.name or "", arguments, rejection, current_call())
+            text = json.dumps({"error": rejection})
+        else:
+            scratch = ChatHistory()
+            with tracking(outcome):
+                stopped = await self._kernel.invoke_function_call(
+                    function_call=call,
+                    chat_history=scratch,
+                    function_call_count=count,
+                    request_index=turn.usage.model_calls,
+                    is_streaming=True,
+                )
+            results = [i for m in scratch.messages for i in m.items if isinstance(i, FunctionResultContent)]
+            raw = result_text(results[0].result) if results else ""
+            if stopped is not None and stopped.terminate:
+                # The loop guard answered instead of the function: nothing ran, so the runner audits it.
+                outcome.status, outcome.error = "rejected", raw
+                if self._rejections is not None:
+                    await self._rejections.record_rejected(call.name or "", arguments, raw, current_call())
+            if outcome.status == "error":
+                text = json.dumps({"error": outcome.error or raw})
+            else:
+                text = raw
+        record = ToolCallRecord(
+            name=call.name or "",
+            arguments=arguments,
+            status=outcome.status,
+            summary=_summary(outcome, text),
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            approval_id=(parked_approval_id(text) or None) if outcome.status == "pending_approval" else None,
+        )
+        return call, text, record
+
+    def _rejection(self, call: FunctionCallContent, arguments: dict[str, Any]) -> str | None:
+        advertised = {m.fully_qualified_name for m in self._kernel.get_full_list_of_function_metadata()}
+        if call.name not in advertised:
+            return (
+                f"Unknown tool {call.name!r}. Call one of the listed tools, by its exact name: "
+                f"{', '.join(sorted(advertised))}."
+            )
+        function = self._kernel.get_function(call.plugin_name, call.function_name)
+        raw = call.arguments
+        if raw is not None and not isinstance(raw, dict) and not (isinstance(raw, str) and _is_json_object(raw)):
+            return f'Arguments for {call.name} must be a JSON object, e.g. {{"pump_id": "PUMP-007"}}.'
+        try:
+            coerce_arguments(function.metadata, arguments)
+        except ToolArgumentError as exc:
+            return str(exc)
+        return None
+
+
+def _tool_message(call: FunctionCallContent, text: str, status: str | None = None) -> ChatMessageContent:
+    """A tool result message; ``status`` (the call's outcome) travels as metadata a chat service may read."""
+    return ChatMessageContent(
+        role=AuthorRole.TOOL,
+        items=[
+            FunctionResultContent(
+                id=call.id,
+                name=call.name,
+                function_name=call.function_name,
+                plugin_name=call.plugin_name,
+                result=text,
+                metadata={STATUS_KEY: status} if status else {},
+            )
+        ],
+    )
+
+
+def _arguments_of(call: FunctionCallContent) -> dict[str, Any]:
+    if isinstance(call.arguments, dict):
+        return dict(call.arguments)
+    if isinstance(call.arguments, str) and _is_json_object(call.arguments):
+        return dict(json.loads(call.arguments))
+    return {}
+
+
+def _is_json_object(raw: str) -> bool:
+    try:
+        return isinstance(json.loads(raw), dict)
+    except ValueError:
+        return False
+
+
+def _summary(outcome: CallOutcome, text: str) -> str:
+    if outcome.status in {"error", "rejected"}:
+        return (outcome.error or text)[:160]
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:120]
+    if not isinstance(data, dict):
+        return text[:120]
+    if outcome.status == "pending_approval":
+        return f"pending approval {data.get('approval_id', '')}".strip()
+    parts = []
+    for key in ("pump_id", "count", "status", "total_pumps", "projection"):
+        if key in data and not isinstance(data[key], dict | list):
+            parts.append(f"{key}={data[key]}")
+    return ", ".join(parts) or f"{len(text)} characters"
+
+
+def _read_texts(chat: ChatHistory) -> list[str]:
+    """What the operator said and the tools returned in ``chat`` (not the assistant's own words, nor the system)."""
+    texts: list[str] = []
+    for message in chat.messages:
+        if message.role == AuthorRole.USER:
+            texts.append(message.content or "")
+        elif message.role == AuthorRole.TOOL:
+            texts.append(_items_text(message))
+    return texts
+
+
+def _items_text(message: ChatMessageContent) -> str:
+    parts = []
+    for item in message.items:
+        if isinstance(item, FunctionCallContent):
+            parts.append(f"{item.name}{item.arguments}")
+        elif isinstance(item, FunctionResultContent):
+            parts.append(str(item.result))
+    return "".join(parts)
+
+
+def _refenced(messages: Sequence[ChatMessageContent], marker: str) -> list[ChatMessageContent]:
+    """Stored history as sent again: earlier fences are neutralised and the results fenced anew."""
+    out: list[ChatMessageContent] = []
+    for message in messages:
+        if message.role != AuthorRole.TOOL:
+            out.append(message)
+            continue
+        items = [
+            FunctionResultContent(
+                id=i.id,
+                name=i.name,
+                function_name=i.function_name,
+                plugin_name=i.plugin_name,
+                result=fence(str(i.result), marker),
+            )
+            if isinstance(i, FunctionResultContent)
+            else i
+            for i in message.items
+        ]
+        out.append(ChatMessageContent(role=AuthorRole.TOOL, items=items))
+    return out
+
+
+def _describe_service_error(exc: BaseException) -> str:
+    cause: BaseException | None = exc
+    texts: list[str] = []
+    while cause is not None and len(texts) < 4:
+        texts.append(str(cause))
+        cause = cause.__cause__ or cause.__context__
+    detail = " / ".join(t for t in texts if t)[:400]
+    return f"The chat model failed: {detail}"
