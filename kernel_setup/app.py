@@ -18,6 +18,7 @@ from semantic_kernel.filters.filter_types import FilterTypes
 from governance import ApprovalStore
 from governance.audit_log import AuditLog
 from kernel_setup.approvals import ApprovalService
+from kernel_setup.errors import SettingsError
 from kernel_setup.filters import validate_arguments
 from kernel_setup.filters.approval import ApprovalGate
 from kernel_setup.filters.audit import AuditFilter
@@ -65,10 +66,21 @@ def ollama_client(settings: OllamaSettings, transport: httpx.AsyncBaseTransport 
 
 
 def add_pumpops_filters(kernel: Kernel, app: AppContext) -> Kernel:
-    """Install the filters every invocation passes, outermost first.
+    """Install the filters every invocation passes, outermost first; a kernel that has them keeps them as they are.
 
     Audit, outcome tracking, argument check, approval gate; plus the loop guard for model calls.
+
+    Raises:
+        SettingsError: ``kernel`` already carries the filters of another app (another audit trail).
     """
+    installed = _installed_audit(kernel)
+    if installed is not None:
+        if installed.log is not app.audit:
+            raise SettingsError(
+                "This kernel already carries PumpOps filters from another app (another database and audit trail); "
+                "add the plugins of one app per kernel."
+            )
+        return kernel
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, AuditFilter(app.audit, record_reads=app.settings.audit.enabled))
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, track_outcome)
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, validate_arguments)
@@ -80,14 +92,28 @@ def add_pumpops_filters(kernel: Kernel, app: AppContext) -> Kernel:
 
 
 def add_pumpops_plugins(kernel: Kernel, app: AppContext) -> Kernel:
-    """Add the PumpOps plugins and the filters that guard them to ``kernel`` (an integrator's own included)."""
+    """Add the PumpOps plugins and the filters that guard them to ``kernel`` (an integrator's own included).
+
+    Idempotent: calling it again on the same kernel installs nothing twice (the filters once, each plugin once).
+    The kernel's own plugins keep working and pass the same filters: they are audited, and their writes parked.
+    """
     add_pumpops_filters(kernel, app)
-    kernel.add_plugin(AssetsPlugin(app.assets), plugin_name="assets")
-    kernel.add_plugin(AlarmsPlugin(app.alarms), plugin_name="alarms")
-    kernel.add_plugin(SensorsPlugin(app.sensors), plugin_name="sensors")
-    kernel.add_plugin(DocsPlugin(app.manuals), plugin_name="docs")
-    kernel.add_plugin(WorkOrdersPlugin(app.work_orders, app.approval_store), plugin_name="work_orders")
+    plugins = {
+        "assets": lambda: AssetsPlugin(app.assets),
+        "alarms": lambda: AlarmsPlugin(app.alarms),
+        "sensors": lambda: SensorsPlugin(app.sensors),
+        "docs": lambda: DocsPlugin(app.manuals),
+        "work_orders": lambda: WorkOrdersPlugin(app.work_orders, app.approval_store),
+    }
+    for name, plugin in plugins.items():
+        if name not in kernel.plugins:
+            kernel.add_plugin(plugin(), plugin_name=name)
     return kernel
+
+
+def _installed_audit(kernel: Kernel) -> AuditFilter | None:
+    """The PumpOps audit filter ``kernel`` already runs, if any."""
+    return next((f for _, f in kernel.function_invocation_filters if isinstance(f, AuditFilter)), None)
 
 
 def build_kernel(app: AppContext) -> Kernel:

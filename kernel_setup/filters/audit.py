@@ -46,6 +46,11 @@ class AuditFilter:
         self._log = log
         self._record_reads = record_reads
 
+    @property
+    def log(self) -> AuditLog:
+        """The audit log this filter writes to."""
+        return self._log
+
     async def __call__(
         self,
         context: FunctionInvocationContext,

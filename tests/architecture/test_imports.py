@@ -110,5 +110,5 @@ def test_the_module_import_graph_has_no_cycle() -> None:
 
 
 def test_every_package_of_the_house_is_in_a_layer() -> None:
-    on_disk = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "bench"}
+    on_disk = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "bench", "examples"}
     assert on_disk == PACKAGES, f"packages not placed in LAYERS: {sorted(on_disk - PACKAGES)}"
