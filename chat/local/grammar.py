@@ -30,15 +30,12 @@ from typing import Any
 from core.errors import PumpOpsError
 
 __all__ = [
-    "DECISION_ANSWER",
-    "DECISION_CALL",
     "NAME_OPENING",
     "GrammarError",
     "Mentions",
     "answer_grammar",
     "call_hints",
     "call_prefix",
-    "decision_grammar",
     "enum_words",
     "identifiers",
     "route_grammar",
@@ -49,8 +46,6 @@ __all__ = [
     "validate_arguments",
 ]
 
-DECISION_CALL = "call"
-DECISION_ANSWER = "answer"
 ROUTE_NO_TOOL = "no_tool"
 
 TOOL_CALL_OPEN = "<tool_call>"
@@ -313,11 +308,6 @@ def tool_calls_grammar(
     lines += [f"{name} ::= {body}" for name, body in rules.items()]
     lines += [f"{name} ::= {body}" for name, body in _BASE_RULES.items()]
     return "\n".join(lines) + "\n"
-
-
-def decision_grammar() -> str:
-    """A binary routing grammar: exactly ``call`` or ``answer``."""
-    return f"root ::= {_literal(DECISION_CALL)} | {_literal(DECISION_ANSWER)}\n"
 
 
 def route_grammar(tool_names: Sequence[str]) -> str:

@@ -26,7 +26,6 @@ __all__ = [
     "TOOL_START_PIECES",
     "CompletionEngine",
     "LlamaEngine",
-    "ToolStartScorer",
     "llama_available",
     "load_engine",
     "measure_rates",
@@ -63,14 +62,6 @@ class CompletionEngine(Protocol):
         generated freely (grammar sampling costs about a third of the generation speed). ``hints``: texts
         of the form being written, for drafting greedy text (`lookup_decoding.Hints`); they never change it.
         """
-        ...
-
-
-class ToolStartScorer(Protocol):
-    """Optional engine capability: how likely the model is to open its turn with a tool call."""
-
-    def tool_start_logprob(self, prompt: str) -> float:
-        """Log-probability mass of the first-token pieces that open a call (`TOOL_START_PIECES`)."""
         ...
 
 

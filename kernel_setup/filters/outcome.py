@@ -17,10 +17,9 @@ from semantic_kernel.filters.functions.function_invocation_context import Functi
 
 from core.errors import PumpOpsError
 from kernel_setup.arguments import ToolArgumentError
+from kernel_setup.filters.audit import STATUS_KEY
 
 logger = logging.getLogger(__name__)
-
-STATUS_METADATA_KEY = "pumpops_status"
 
 
 class InternalToolError(PumpOpsError):
@@ -73,6 +72,6 @@ async def track_outcome(
             outcome.status, outcome.error = "error", message
         raise InternalToolError(message) from exc
     if outcome is not None and context.result is not None:
-        status = (context.result.metadata or {}).get(STATUS_METADATA_KEY)
+        status = (context.result.metadata or {}).get(STATUS_KEY)
         if isinstance(status, str):
             outcome.status = status
