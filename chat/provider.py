@@ -30,7 +30,6 @@ from chat.local.llama_check import self_test_verdict
 from chat.local.llama_engine import llama_available, load_engine
 from chat.local.service import LocalChatCompletion, LocalChatPromptExecutionSettings, Relevance
 from kernel_setup.settings import ChatProvider, Settings
-from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
 
 __all__ = [
     "AutoChatCompletion",
@@ -82,17 +81,11 @@ def local_service(settings: Settings, relevance: Relevance | None = None) -> Loc
 
 
 def local_execution_settings(settings: Settings, *, seed: int | None = None) -> LocalChatPromptExecutionSettings:
-    """Request options for the local model; it samples at the configured chat temperature (Ollama.Temperature).
-
-    A terse status question ("Anything wrong?") calls the fleet summary, as the system text says for the whole fleet;
-    a question asking what the manuals say searches them when its first calls did not.
-    """
+    """Request options for the local model; it samples at the configured chat temperature (Ollama.Temperature)."""
     return LocalChatPromptExecutionSettings(
         service_id=SERVICE_ID,
         temperature=settings.ollama.temperature,
         seed=seed,
-        status_tool=FLEET_SUMMARY_TOOL,
-        manuals_tool=MANUALS_TOOL,
     )
 
 

@@ -115,6 +115,12 @@ class AgentSettings(_Section):
     deadline_seconds: float = Field(default=180.0, gt=0, le=3600)
     max_tool_result_chars: int = Field(default=6_000, ge=200, le=1_000_000)
     history_tokens: int = Field(default=4_000, ge=200, le=1_000_000)
+    status_questions: bool = True
+    """A terse question after the plant's state ("Anything wrong?") reads the fleet summary first (`turn.policies`)."""
+    follow_up_calls: bool = True
+    """Values the operator named that no call asked for, and the manuals asked about, get one more read."""
+    parked_answer: bool = True
+    """A round whose every call was parked for approval is answered by code, with the approval ids."""
 
 
 class ApprovalSettings(_Section):

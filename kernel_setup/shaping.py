@@ -23,6 +23,10 @@ from typing import Any
 from governance import APPROVAL_ID
 
 FENCE_WORD = "UNTRUSTED-DATA"
+NOTE_KEY = "pumpops_note"
+"""Tool-result metadata naming why the turn made the call itself (`turn.policies`); a connector may tell its model."""
+STATUS_QUESTION = "status_question"
+"""The `NOTE_KEY` of the fleet summary a terse status question ("Anything wrong?") reads before the model answers."""
 FLEET_SUMMARY_TOOL = "assets-get_system_summary"
 """The read the system text sends whole-fleet questions to (and the local model's status questions go to)."""
 MANUALS_TOOL = "docs-search_documentation"

@@ -42,7 +42,16 @@ from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.settings import AgentSettings
-from kernel_setup.shaping import fence, new_marker, parked_approval_id, result_text, system_prompt, truncate
+from kernel_setup.shaping import (
+    NOTE_KEY,
+    STATUS_QUESTION,
+    fence,
+    new_marker,
+    parked_approval_id,
+    result_text,
+    system_prompt,
+    truncate,
+)
 from plugins.declarations import traits_of
 from turn.events import (
     ModelCallFinished,
@@ -56,6 +65,7 @@ from turn.events import (
     TurnResult,
     Usage,
 )
+from turn.policies import TurnPolicies
 from turn.sessions import SessionStore, new_session_id, trim_history
 from turn.tokens import estimate_tokens
 
@@ -101,6 +111,11 @@ class TurnRunner:
         self._execution_settings = execution_settings
         self._rejections = rejections
         self._num_ctx = num_ctx
+        self._policies = TurnPolicies(
+            status_questions=agent.status_questions,
+            follow_up_calls=agent.follow_up_calls,
+            parked_answer=agent.parked_answer,
+        )
 
     async def run(self, question: str, *, session: str | None = None, principal: str = "operator") -> TurnResult:
         """Run a turn to the end and return its result."""
@@ -130,6 +145,9 @@ class TurnRunner:
         answer = ""
         guard = TurnGuard()
         with acting_as(CallContext(principal=principal, session=session_id, door=door)), guarding(guard):
+            if opening := self._policies.opening_calls(question, self._kernel):
+                async for event in self._policy_round(opening, chat, new_messages, turn, note=STATUS_QUESTION):
+                    yield event
             for number in range(1, self._agent.max_model_calls + 1):
                 last = number == self._agent.max_model_calls
                 yield ModelCallStarted(number)
@@ -156,8 +174,19 @@ class TurnRunner:
                     break
                 chat.add_message(message)
                 new_messages.append(message)
+                done = len(turn.records)
                 async for event in self._run_calls(calls, chat, new_messages, turn):
                     yield event
+                made = [(r.name, r.arguments) for r in turn.records]
+                if follow_up := self._policies.follow_ups(question, made, self._kernel):
+                    done = len(turn.records)
+                    async for event in self._policy_round(follow_up, chat, new_messages, turn):
+                        yield event
+                if (coded := self._policies.answer_for(turn.records[done:])) is not None:
+                    answer = coded
+                    new_messages.append(ChatMessageContent(role=AuthorRole.ASSISTANT, content=coded))
+                    yield TextDelta(coded)
+                    break
                 if guard.repeated is not None:
                     turn.degraded_reason = f"loop detected: {guard.repeated} repeated with the same arguments"
                     break
@@ -239,6 +268,8 @@ class TurnRunner:
         chat: ChatHistory,
         new_messages: list[ChatMessageContent],
         turn: _Turn,
+        *,
+        note: str | None = None,
     ) -> AsyncIterator[TurnEvent]:
         for call in calls:
             yield ToolCallStarted(call.id or "", call.name or "", _arguments_of(call))
@@ -267,8 +298,27 @@ class TurnRunner:
             turn.records.append(record)
             turn.tool_texts.append(text)
             capped = truncate(text, self._agent.max_tool_result_chars)
-            chat.add_message(_tool_message(call, fence(capped, turn.marker), record.status))
+            chat.add_message(_tool_message(call, fence(capped, turn.marker), record.status, note))
             new_messages.append(_tool_message(call, capped))  # stored unfenced; fenced anew when replayed
+
+    async def _policy_round(
+        self,
+        calls: Sequence[FunctionCallContent],
+        chat: ChatHistory,
+        new_messages: list[ChatMessageContent],
+        turn: _Turn,
+        *,
+        note: str | None = None,
+    ) -> AsyncIterator[TurnEvent]:
+        """Run calls a policy made (`turn.policies`): they enter the conversation as the assistant's calls.
+
+        ``note`` (`NOTE_KEY`) travels with their results, for a connector that words its model's notes by it.
+        """
+        message = ChatMessageContent(role=AuthorRole.ASSISTANT, items=list(calls))
+        chat.add_message(message)
+        new_messages.append(message)
+        async for event in self._run_calls(calls, chat, new_messages, turn, note=note):
+            yield event
 
     def _is_read(self, call: FunctionCallContent) -> bool:
         try:
@@ -343,8 +393,10 @@ class TurnRunner:
         return None
 
 
-def _tool_message(call: FunctionCallContent, text: str, status: str | None = None) -> ChatMessageContent:
-    """A tool result message; ``status`` (the call's outcome) travels as metadata a chat service may read."""
+def _tool_message(
+    call: FunctionCallContent, text: str, status: str | None = None, note: str | None = None
+) -> ChatMessageContent:
+    """A tool result message; ``status`` (its outcome) and ``note`` travel as metadata a chat service may read."""
     return ChatMessageContent(
         role=AuthorRole.TOOL,
         items=[
@@ -354,7 +406,7 @@ def _tool_message(call: FunctionCallContent, text: str, status: str | None = Non
                 function_name=call.function_name,
                 plugin_name=call.plugin_name,
                 result=text,
-                metadata={STATUS_KEY: status} if status else {},
+                metadata={key: value for key, value in ((STATUS_KEY, status), (NOTE_KEY, note)) if value},
             )
         ],
     )

@@ -23,7 +23,6 @@ from chat.local.grammar import (
     tool_schemas,
     validate_arguments,
 )
-from checks.reassurance import asks_for_reassurance
 
 __all__ = [
     "STOP_STRINGS",
@@ -60,23 +59,13 @@ ANSWER_STYLE = (
 # seconds per sentence on two cores).
 RESULTS_NOTE = "Answer from these results in one short sentence with the key values and pump ids."
 # Our own words, outside the fenced data: the result itself says so too, but as data the model must not obey.
-# After a terse question about the plant's state ("Are we OK?", `asks_for_reassurance`): read with the fleet
-# summary, the model echoed the question ("Yes, we are OK.") over a critical and a high alarm in 2 of 5 answers.
-# Asked for the alarms "and their pumps", the model listed a pump for each severity although the fleet summary names
-# only the worst one: "low on PUMP-007, medium on PUMP-002, high on PUMP-003, ..." (2026-12-05 evening, every run).
+# After the fleet summary a terse status question reads ("Are we OK?"): alarms first, so the model never echoes the
+# question's all-clear over active alarms, and only the pumps the results name, since the summary names the worst one.
 STATUS_NOTE = (
     "Start with the active alarms by severity, naming only pumps these results name; never say all is well while "
     "any is active."
 )
 PARKED_NOTE = "An action above was parked for a supervisor's approval and has not run: say so, with its approval id."
-# When every result of a round was parked, the sentence itself, with the gate's own ids. Asked only to "say so", the
-# model left the id out, invented one ("PAIR-6789") or promised a run ("It will be executed at the next scheduled
-# time") in 3 of 9 answers; given the sentence it copied it in 9 of 9. In quotes it copied the quotes too.
-PARKED_SENTENCE = (
-    "Reply to the operator with exactly this sentence: Waiting for a supervisor's approval as {ids}; "
-    "nothing has been done yet."
-)
-
 ROUTING_HEAD = (
     "Routing step, not shown to the operator. Choose what to do next for the operator's last message and reply "
     "with exactly one option name:\n"
@@ -103,6 +92,8 @@ class PromptMessage:
     """A tool result the approval gate parked (known from the runner, not from the result's text)."""
     approval_id: str = ""
     """A parked result's approval id, read from the gate's payload and checked for its form ("" when unknown)."""
+    status_question: bool = False
+    """A result the turn read for a terse status question (`kernel_setup.shaping.STATUS_QUESTION`)."""
 
 
 @dataclass(frozen=True)
@@ -175,16 +166,14 @@ def when_to_use(tool: Mapping[str, Any], limit: int = 200) -> str:
     return sentence[:limit]
 
 
-def _results_note(results: Sequence[PromptMessage], asked: str) -> str:
-    """Our note after a round's results: the sentence to give when all were parked, else how to answer ``asked``."""
-    ids = [result.approval_id for result in results if result.parked and result.approval_id]
-    if ids and len(ids) == len(results):
-        unique = list(dict.fromkeys(ids))  # the same action asked twice is parked once
-        listed = unique[0] if len(unique) == 1 else f"{', '.join(unique[:-1])} and {unique[-1]}"
-        return PARKED_SENTENCE.format(ids=listed)
+def _results_note(results: Sequence[PromptMessage]) -> str:
+    """Our note after a round's results: how to answer from them.
+
+    (A round whose every call was parked never reaches the model: the turn answers it, `turn.policies`.)
+    """
     if any(result.parked for result in results):
         return f"{RESULTS_NOTE} {PARKED_NOTE}"
-    if asks_for_reassurance(asked):
+    if any(result.status_question for result in results):
         return f"{RESULTS_NOTE} {STATUS_NOTE}"
     return RESULTS_NOTE
 
@@ -210,7 +199,6 @@ def render_prompt(
     if system or tools:
         parts.append(f"{IM_START}system\n{_system_text(system, tools)}{IM_END}\n")
     i = 0
-    asked = ""  # the operator's latest message, which the results after it answer
     while i < len(rest):
         message = rest[i]
         if message.role == "tool":
@@ -219,14 +207,13 @@ def render_prompt(
                 results.append(rest[i])
                 i += 1
             blocks = "\n".join(f"<tool_response>\n{result.content}\n</tool_response>" for result in results)
-            parts.append(f"{IM_START}user\n{blocks}\n{_results_note(results, asked)}{IM_END}\n")
+            parts.append(f"{IM_START}user\n{blocks}\n{_results_note(results)}{IM_END}\n")
             continue
         if message.role == "assistant":
             pieces = [message.content] if message.content else []
             pieces += [_call_block(name, args) for name, args in message.tool_calls]
             parts.append(f"{IM_START}assistant\n" + "\n".join(pieces) + f"{IM_END}\n")
         else:
-            asked = message.content if message.role == "user" else asked
             parts.append(f"{IM_START}{message.role}\n{message.content}{IM_END}\n")
         i += 1
     if add_generation_prompt:

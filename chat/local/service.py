@@ -10,19 +10,17 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    asked about pumps or the manuals' subjects) still gets a call below the threshold, since the 1.5B
    model otherwise answers some manual questions (a lockout procedure, NPSH) from its own memory;
    under ``off_topic_relevance`` (trivia, small talk) gets none just above it, where "What is the
-   capital of France?" and a poem request scored. A terse question after the plant's state ("Anything
-   wrong?", "Are we OK?": `asks_for_reassurance`) scores as low as small talk, yet only data can answer it:
-   below the margin it calls a read (``status_questions``; the name among the reads under a grammar).
-   Engines without that score fall back to a routing prompt (``no_tool`` or a tool name).
+   capital of France?" and a poem request scored. (A terse question after the plant's state, "Anything
+   wrong?", scores as low as small talk: the turn reads the fleet summary before the model is asked,
+   `turn.policies`.) Engines without that score fall back to a routing prompt (``no_tool`` or a tool name).
 2. **Call.** Greedy decoding under grammars built from the tool schemas: one or two ``<tool_call>``
    blocks naming advertised tools, with schema-valid arguments, optional filters only as the
    conversation mentions them. The call is first written without a grammar and kept when the
    grammar would have allowed every token, less optional values nobody mentioned (`strict_tool_calls`:
    then it is the constrained greedy output, those values left out either way); otherwise the name and
    then the arguments are decoded under their grammars.
-   The calls come back as `FunctionCallContent` items; the runner executes them. After their results, values the
-   operator named for a parameter the calls used that none asked for ("PUMP-001 and PUMP-002" after PUMP-001's
-   details), or the manuals a message asks about, get one more call (``follow_up_calls``, `follow_up`).
+   The calls come back as `FunctionCallContent` items; the runner executes them (and the turn's follow-up
+   calls, `turn.policies`, fill in what the operator named that they did not ask for).
 3. **Answer.** Free generation, streamed token by token. When routing chose to answer and the conversation
    holds no tool result yet, the opening (its first sentence) is held back and checked first: one that
    vouches for the plant or names a tool (`data_claim`: "No problems.", "check the assets-get_system_summary")
@@ -75,7 +73,6 @@ from semantic_kernel.kernel import Kernel
 
 from chat.local.claim_check import data_claim, opening_complete
 from chat.local.compact import compact_json
-from chat.local.follow_up import asks_the_manuals, unasked_values, with_values
 from chat.local.grammar import (
     NAME_OPENING,
     TOOL_CALL_CLOSE,
@@ -100,9 +97,17 @@ from chat.local.qwen_format import (
     routing_prompt,
     strict_tool_calls,
 )
-from checks.reassurance import asks_for_reassurance
 from kernel_setup.filters.audit import STATUS_KEY
-from kernel_setup.shaping import FenceScrubber, fence, parked_approval_id, remark, result_text, unfence
+from kernel_setup.shaping import (
+    NOTE_KEY,
+    STATUS_QUESTION,
+    FenceScrubber,
+    fence,
+    parked_approval_id,
+    remark,
+    result_text,
+    unfence,
+)
 from plugins.declarations import traits_of
 
 if TYPE_CHECKING:
@@ -136,20 +141,7 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     borderline_margin: float = Field(default=0.35, ge=0.0)
     off_topic_relevance: float = Field(default=0.25, ge=0.0, le=1.0)
     route_after_results: bool = False
-    follow_up_calls: bool = True
-    """After results, what the operator asked for that the turn's calls did not (`chat.local.follow_up`) gets
-    one more call under grammars: values named for a parameter the calls used ("PUMP-001 and PUMP-002" after
-    PUMP-001's details), that parameter limited to them; or, with `manuals_tool`, the manuals the message asks about."""
-    manuals_tool: str | None = None
-    """The search of the manuals that a message asking what they say gets after results, when the turn has not
-    called it (`asks_the_manuals`); None: no such follow-up."""
     claim_check: bool = True
-    status_questions: bool = True
-    """A terse question after the plant's state (`asks_for_reassurance`: "Anything wrong?") the model would answer
-    without a tool calls a read instead (when `read_tools` says which tools read)."""
-    status_tool: str | None = None
-    """The read such a status question calls, e.g. the fleet summary; None, or not an advertised read: the model
-    picks one among the reads under a grammar."""
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
     read_tools: list[str] | None = Field(default=None, exclude=True)
     """The advertised tools declared reads (`traits_of`), set from the request's kernel; the claim check calls
@@ -163,7 +155,6 @@ class Route:
     start: float  # the model's log-probability of opening its turn like a call
     relevance: float | None  # the operator's message against the tools' subjects; measured only near the line
     call: bool
-    reads_only: bool = False  # a status question the model would have answered: a read, its name under a grammar
 
 
 @dataclass
@@ -284,10 +275,6 @@ class LocalChatCompletion(ChatCompletionClientBase):
         # `route_after_results` (measured: the 1.5B model then repeats its last call, a loop the runner stops).
         after_results = settings.routing and settings.route_after_results and last_role == AuthorRole.TOOL
         check_claims = False
-        if tools and settings.routing and settings.follow_up_calls and last_role == AuthorRole.TOOL:
-            if follow_up := await self._follow_up_calls(prompt, chat_history, tools, usage, settings):
-                yield [self._calls_chunk(follow_up, function_invoke_attempt, usage)]
-                return
         if tools and (last_role == AuthorRole.USER or after_results):
             names = [str(t["function"]["name"]) for t in tools]
             said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
@@ -308,11 +295,6 @@ class LocalChatCompletion(ChatCompletionClientBase):
                     usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, asking) - usage.prompt)
                     if choice in names:
                         calls = await self._calls_of(prompt, choice, tools, said, greedy, usage)
-                elif route.reads_only:
-                    usage.completion += 1
-                    calls = await self._read_calls(
-                        prompt, tools, said, settings, greedy, usage, preferred=settings.status_tool
-                    )
                 elif route.call:
                     usage.completion += 1
                     # The call's fixed opening goes in the prompt (read in one batch). First the whole call
@@ -410,9 +392,6 @@ class LocalChatCompletion(ChatCompletionClientBase):
         if not chat_history.messages or chat_history.messages[-1].role != AuthorRole.USER:
             return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)
         message = chat_history.messages[-1].content or ""  # the operator's, as checked above
-        reads_known = settings.read_tools is not None  # without the kernel's declarations a write could be picked
-        if settings.status_questions and reads_known and asks_for_reassurance(message):
-            return Route(start=start, relevance=None, call=True, reads_only=True)
         if self._relevance is None:
             return Route(start=start, relevance=None, call=start >= settings.tool_start_threshold)
         relevance = await self._relevance(message, tools)
@@ -420,44 +399,6 @@ class LocalChatCompletion(ChatCompletionClientBase):
             start >= settings.tool_start_threshold and relevance >= settings.off_topic_relevance
         )
         return Route(start=start, relevance=relevance, call=call)
-
-    async def _follow_up_calls(
-        self,
-        prompt: str,
-        chat_history: ChatHistory,
-        tools: Sequence[Mapping[str, Any]],
-        usage: _Usage,
-        settings: LocalChatPromptExecutionSettings,
-    ) -> list[ParsedCall]:
-        """The call for what the operator asked that this turn's calls did not (`chat.local.follow_up`).
-
-        Values named for a parameter the calls used come first: the name among the reads taking that parameter, the
-        parameter allowing only those values. Then the manuals (`manuals_tool`), the search's arguments under its
-        grammar. A call the turn already made is dropped.
-        """
-        made = _turn_calls(chat_history)
-        message = _last_user_text(chat_history)
-        # Only reads follow up (all tools when the kernel's declarations are unknown): a second write nobody
-        # quite asked for ("a work order for PUMP-007 like PUMP-004's") would only wait on a supervisor.
-        readable = _reads(tools, settings)
-        unasked = unasked_values(made, message, tools)
-        narrowed = with_values(readable, unasked) if unasked is not None else []
-        manuals = settings.manuals_tool
-        search = (
-            [t for t in readable if tool_function(t).get("name") == manuals]
-            if not narrowed and manuals and asks_the_manuals(message) and manuals not in (n for n, _ in made)
-            else []
-        )
-        if not narrowed and not search:
-            return []
-        said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
-        greedy = settings.model_copy(update={"temperature": 0.0})
-        if narrowed:
-            names = [str(tool_function(t).get("name")) for t in narrowed]
-            calls = await self._named_calls(prompt, names, narrowed, said, greedy, usage)
-        else:
-            calls = await self._calls_of(prompt, str(manuals), search, said, greedy, usage)
-        return [c for c in calls if (c.name, dict(c.arguments)) not in made]
 
     async def _named_calls(
         self,
@@ -481,22 +422,13 @@ class LocalChatCompletion(ChatCompletionClientBase):
         settings: LocalChatPromptExecutionSettings,
         greedy: LocalChatPromptExecutionSettings,
         usage: _Usage,
-        *,
-        preferred: str | None = None,
     ) -> list[ParsedCall]:
         """A call among the reads (`read_tools`; all tools when unknown), its name and arguments under grammars.
 
-        What a question or a claim about the plant's state asks for is data, never a change (a write would be parked).
-        ``preferred``, when it is one of those reads, is called without decoding a name, and without decoding its
-        arguments when it takes none (the fleet summary: its eight constrained tokens took about 1.2 s).
+        What a claim about the plant's state asks for is data, never a change (a write would be parked).
         """
         readable = _reads(tools, settings)
         names = [str(t["function"]["name"]) for t in readable]
-        if preferred in names:
-            tool = readable[names.index(preferred)]["function"]
-            if not (tool.get("parameters") or {}).get("properties"):
-                return [ParsedCall(name=str(preferred), arguments={})]
-            return await self._calls_of(prompt, str(preferred), readable, said, greedy, usage)
         return await self._named_calls(prompt, names, readable, said, greedy, usage) if readable else []
 
     async def _calls_of(
@@ -631,11 +563,21 @@ def to_prompt_messages(chat_history: ChatHistory, marker: str) -> list[PromptMes
         if message.role == AuthorRole.TOOL:
             for item in message.items:
                 if isinstance(item, FunctionResultContent):
-                    parked = (item.metadata or {}).get(STATUS_KEY) == "pending_approval"  # set by the runner
+                    metadata = item.metadata or {}  # set by the runner
+                    parked = metadata.get(STATUS_KEY) == "pending_approval"
                     raw = result_text(item.result)
                     text = compact_result(raw, marker)
                     approval = parked_approval_id(raw) if parked else ""
-                    out.append(PromptMessage(role="tool", content=text, parked=parked, approval_id=approval))
+                    status_question = metadata.get(NOTE_KEY) == STATUS_QUESTION
+                    out.append(
+                        PromptMessage(
+                            role="tool",
+                            content=text,
+                            parked=parked,
+                            approval_id=approval,
+                            status_question=status_question,
+                        )
+                    )
             continue
         if message.role == AuthorRole.ASSISTANT:
             calls = [
@@ -678,20 +620,6 @@ def _has_results(chat_history: ChatHistory) -> bool:
 def _reads(tools: Sequence[Mapping[str, Any]], settings: LocalChatPromptExecutionSettings) -> list[Mapping[str, Any]]:
     """The ``tools`` the kernel declares reads (`read_tools`); all of them when that is unknown."""
     return [t for t in tools if settings.read_tools is None or tool_function(t).get("name") in settings.read_tools]
-
-
-def _turn_calls(chat_history: ChatHistory) -> list[tuple[str, dict[str, Any]]]:
-    """The calls (name, arguments) made since the operator last spoke."""
-    since = next(
-        (n for n in range(len(chat_history.messages) - 1, -1, -1) if chat_history.messages[n].role == AuthorRole.USER),
-        -1,
-    )
-    return [
-        (item.name or "", dict(_arguments(item.arguments)))
-        for message in chat_history.messages[since + 1 :]
-        for item in message.items
-        if isinstance(item, FunctionCallContent)
-    ]
 
 
 def _last_user_text(chat_history: ChatHistory) -> str:

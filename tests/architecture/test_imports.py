@@ -27,13 +27,11 @@ LAYERS: list[set[str]] = [
 PACKAGES = {name for layer in LAYERS for name in layer}
 RANK = {name: rank for rank, layer in enumerate(LAYERS) for name in layer}
 
-# Arrows back up that the one-pipeline move has not taken out yet: the local connector still routes status
-# questions and checks claims with the checks' word lists. Each entry is (importer module, imported module).
+# Arrows back up that the one-pipeline move has not taken out yet: the local connector's claim check still holds an
+# answer's opening back and judges it with the checks' word lists. Each entry is (importer module, imported module).
 PENDING_UPWARD = {
     ("chat.local.claim_check", "checks.grounding"),
     ("chat.local.claim_check", "checks.reassurance"),
-    ("chat.local.qwen_format", "checks.reassurance"),
-    ("chat.local.service", "checks.reassurance"),
 }
 
 

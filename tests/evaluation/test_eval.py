@@ -304,7 +304,7 @@ async def test_a_run_warms_up_once_unscored_then_times_only_warm_turns(
 
     from chat.local.service import LocalChatCompletion
     from evaluation import runner
-    from tests.chat.local.test_service import ScriptedEngine
+    from tests.fakes.llama import ScriptedEngine
 
     engine = ScriptedEngine(["no_tool", "Hello! Ask me about pumps.", "no_tool", "Good morning."])
 

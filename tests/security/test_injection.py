@@ -72,7 +72,10 @@ def plant(payload: Payload, index: int) -> str:
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[tuple[AppContext, ScriptedOllama]]:
     path = tmp_path / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "inj.db"}, "Qdrant": {"Path": ":memory:"}}))
+    # The model's own moves, as scripted: the turn's policies would answer a parked round by code (`turn.policies`),
+    # so the obedient model would never get to act on what it read; an attacker cannot count on that.
+    agent = {"ParkedAnswer": False, "StatusQuestions": False, "FollowUpCalls": False}
+    path.write_text(json.dumps({"Database": {"Path": "inj.db"}, "Qdrant": {"Path": ":memory:"}, "Agent": agent}))
     fake = ScriptedOllama([])
     async with open_app(
         load_settings(path, env={}), chat_transport=fake.transport(), embedder=shared_embedder()

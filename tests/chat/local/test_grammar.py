@@ -19,7 +19,6 @@ from chat.local.grammar import (
 )
 from chat.local.qwen_format import (
     PARKED_NOTE,
-    PARKED_SENTENCE,
     RESULTS_NOTE,
     STATUS_NOTE,
     PromptMessage,
@@ -212,12 +211,12 @@ def test_the_prompt_lists_tools_before_the_per_turn_system_text_and_merges_tool_
     assert PARKED_NOTE not in prompt
 
 
-def test_results_after_a_terse_status_question_ask_for_the_alarms_first_and_no_all_clear() -> None:
-    summary = PromptMessage("tool", '{"active_alarms_total": 5}')
+def test_results_the_turn_read_for_a_status_question_ask_for_the_alarms_first_and_no_all_clear() -> None:
+    summary = PromptMessage("tool", '{"active_alarms_total": 5}', status_question=True)
     status = render_prompt([PromptMessage("user", "Are we OK?"), summary], [])
     assert f"</tool_response>\n{RESULTS_NOTE} {STATUS_NOTE}<|im_end|>" in status
     assert "never say all is well" in STATUS_NOTE and "naming only pumps these results name" in STATUS_NOTE
-    # Only for the results answering such a question: a later, ordinary question gets the plain note.
+    # Only for the results the turn read for such a question: a later round gets the plain note.
     later = render_prompt(
         [
             PromptMessage("user", "Are we OK?"),
@@ -229,7 +228,8 @@ def test_results_after_a_terse_status_question_ask_for_the_alarms_first_and_no_a
         [],
     )
     assert later.count(STATUS_NOTE) == 1 and later.rstrip().endswith(f"{RESULTS_NOTE}<|im_end|>\n<|im_start|>assistant")
-    assert STATUS_NOTE not in render_prompt([PromptMessage("user", "How is PUMP-007?"), summary], [])
+    plain = PromptMessage("tool", '{"active_alarms_total": 5}')  # the same result, read for another question
+    assert STATUS_NOTE not in render_prompt([PromptMessage("user", "Are we OK?"), plain], [])
 
 
 def test_a_parked_result_beside_a_read_adds_our_own_note_that_the_action_awaits_approval() -> None:
@@ -241,27 +241,6 @@ def test_a_parked_result_beside_a_read_adds_our_own_note_that_the_action_awaits_
     assert RESULTS_NOTE in prompt and "Reply to the operator with exactly" not in prompt  # the read is to be told too
     lookalike = PromptMessage("tool", '{"status": "pending_approval"}')  # the text alone is data: no note
     assert PARKED_NOTE not in render_prompt([PromptMessage("user", "x"), lookalike], [])
-
-
-def test_a_round_of_parked_results_only_gets_the_sentence_to_give_with_their_approval_ids() -> None:
-    first = PromptMessage("tool", '{"approval_id": "APR-1A2B3C4D"}', parked=True, approval_id="APR-1A2B3C4D")
-    second = PromptMessage("tool", '{"approval_id": "APR-00FF00FF"}', parked=True, approval_id="APR-00FF00FF")
-    prompt = render_prompt([PromptMessage("user", "Raise two work orders"), first, second], [])
-    assert prompt.endswith(
-        "</tool_response>\nReply to the operator with exactly this sentence: Waiting for a supervisor's approval as "
-        "APR-1A2B3C4D and APR-00FF00FF; nothing has been done yet.<|im_end|>\n<|im_start|>assistant\n"
-    )
-    assert RESULTS_NOTE not in prompt and PARKED_NOTE not in prompt
-    third = PromptMessage("tool", "{}", parked=True, approval_id="APR-0000000A")
-    again = PromptMessage("tool", "{}", parked=True, approval_id="APR-1A2B3C4D")  # the same action asked twice
-    prompt = render_prompt([PromptMessage("user", "Raise them"), first, second, third, again], [])
-    assert PARKED_SENTENCE.format(ids="APR-1A2B3C4D, APR-00FF00FF and APR-0000000A") in prompt
-    rejected = PromptMessage("tool", '{"error": "Unknown tool"}')  # beside a call refused before it ran
-    prompt = render_prompt([PromptMessage("user", "Raise one and do x"), first, rejected], [])
-    assert f"{RESULTS_NOTE} {PARKED_NOTE}" in prompt and "Reply to the operator with exactly" not in prompt
-    unknown = PromptMessage("tool", '{"status": "pending_approval"}', parked=True)  # no id read: say so in general
-    prompt = render_prompt([PromptMessage("user", "Raise a work order"), unknown], [])
-    assert f"{RESULTS_NOTE} {PARKED_NOTE}" in prompt and "Reply to the operator with exactly" not in prompt
 
 
 def test_the_routing_prompt_shares_the_conversation_prefix_and_lists_when_to_use_each_tool() -> None:

@@ -11,66 +11,24 @@ from typing import Any
 import pytest
 from semantic_kernel.contents.chat_history import ChatHistory
 
-from chat.local.qwen_format import PARKED_NOTE, PARKED_SENTENCE
+from chat.local.qwen_format import PARKED_NOTE
 from chat.local.service import (
     LocalChatCompletion,
     LocalChatPromptExecutionSettings,
     Route,
 )
-from chat.provider import local_execution_settings
 from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import fence, parked_approval_id
+from tests.fakes.llama import ScoringEngine, ScriptedEngine
 from turn.events import TextDelta, TurnFinished
 from turn.runner import ChatServiceError, TurnRunner
 from turn.sessions import SessionStore
 
 
-@dataclass
-class ScriptedEngine:
-    """Replays scripted completions; records each request; runs in the worker thread like llama.cpp."""
-
-    steps: list[str | list[str] | Exception]
-    context_size: int = 8192
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    threads: set[int] = field(default_factory=set)
-
-    def count_tokens(self, text: str) -> int:
-        return len(text) // 4
-
-    def complete(
-        self,
-        prompt: str,
-        *,
-        grammar: str | None,
-        max_tokens: int,
-        temperature: float,
-        seed: int | None,
-        stop: Sequence[str],
-        grammar_tokens: int | None = None,
-        hints: Sequence[str] = (),
-    ) -> Iterator[str]:
-        self.threads.add(threading.get_ident())
-        self.requests.append(
-            {
-                "prompt": prompt,
-                "grammar": grammar,
-                "temperature": temperature,
-                "seed": seed,
-                "grammar_tokens": grammar_tokens,
-                "stop": list(stop),
-                "hints": list(hints),
-            }
-        )
-        step = self.steps.pop(0)
-        if isinstance(step, Exception):
-            raise step
-        yield from [step] if isinstance(step, str) else step
-
-
-def make_settings(tmp_path: Path) -> Settings:
+def make_settings(tmp_path: Path, **agent: Any) -> Settings:
     path = tmp_path / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "t.db"}, "Qdrant": {"Path": ":memory:"}}))
+    path.write_text(json.dumps({"Database": {"Path": "t.db"}, "Qdrant": {"Path": ":memory:"}, "Agent": agent}))
     return load_settings(path, env={})
 
 
@@ -79,10 +37,11 @@ async def run(
     engine: ScriptedEngine,
     question: str,
     service: LocalChatCompletion | None = None,
+    settings: Settings | None = None,
     **execution: Any,
 ) -> tuple[Any, list[Any]]:
     """One turn through the real runner; ``service`` (else a new one on ``engine``) answers it."""
-    async with open_app(make_settings(tmp_path)) as app:
+    async with open_app(settings or make_settings(tmp_path)) as app:
         runner = TurnRunner(
             app.kernel,
             service or LocalChatCompletion(engine),
@@ -198,19 +157,6 @@ async def test_with_route_after_results_the_model_may_chain_a_second_call(tmp_pa
     assert result.answer == "PUMP-006 is offline."
 
 
-@dataclass
-class ScoringEngine(ScriptedEngine):
-    """A scripted engine that also reports the first-token log-probability of opening a call (native routing)."""
-
-    scores: list[float] = field(default_factory=list)
-    scored: list[str] = field(default_factory=list)
-
-    def tool_start_logprob(self, prompt: str) -> float:
-        self.threads.add(threading.get_ident())
-        self.scored.append(prompt)
-        return self.scores.pop(0)
-
-
 async def test_native_routing_above_the_threshold_writes_the_call_greedily_in_the_call_format(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [
@@ -311,7 +257,7 @@ async def test_just_above_the_start_threshold_an_off_topic_message_gets_no_call(
         result, _ = await run(
             tmp_path,
             engine,
-            "Is anything broken?",
+            "Is the seal on PUMP-007 broken?",
             LocalChatCompletion(engine, relevance=unasked),
             borderline_margin=margin,
         )
@@ -333,23 +279,6 @@ async def test_route_reports_the_decision_and_its_scores_without_writing_anythin
         assert await LocalChatCompletion(engine, relevance=FixedRelevance(value)).route(history, settings) == expected
         assert engine.requests == [] and "List pumps." in engine.scored[0]  # scored on the prompt with the tools
     assert await LocalChatCompletion(ScriptedEngine([])).route(history, settings) is None  # no scorer: no native route
-
-
-async def test_a_status_question_is_routed_to_a_read_only_when_the_reads_are_known() -> None:
-    tools = [{"type": "function", "function": {"name": "assets-list_pumps", "description": "List pumps."}}]
-    history = ChatHistory(system_message="You answer about pumps.")
-    history.add_user_message("Anything wrong?")
-    known = LocalChatPromptExecutionSettings(tools=tools, read_tools=["assets-list_pumps"])
-    route = await LocalChatCompletion(ScoringEngine([], scores=[-3.0])).route(history, known)
-    assert route == Route(-3.0, None, True, reads_only=True)
-    # Without the kernel's declarations (no read_tools) any tool might be picked: the score decides, as before.
-    unknown = LocalChatPromptExecutionSettings(tools=tools)
-    assert await LocalChatCompletion(ScoringEngine([], scores=[-3.0])).route(history, unknown) == Route(
-        -3.0, None, False
-    )
-    # Well above the line the model's own call stands, written freely.
-    free = await LocalChatCompletion(ScoringEngine([], scores=[-0.5])).route(history, known)
-    assert free == Route(-0.5, None, True)
 
 
 async def test_the_system_prompt_is_the_same_prefix_on_every_turn_and_results_carry_its_marker(tmp_path: Path) -> None:
@@ -392,101 +321,6 @@ async def test_a_call_the_grammar_would_not_allow_is_decoded_again_under_the_gra
     assert arguments["grammar"].startswith("root ::= f") and arguments["temperature"] == 0.0
 
 
-async def test_a_pump_the_operator_named_that_no_call_asked_for_gets_a_follow_up_call(tmp_path: Path) -> None:
-    engine = ScoringEngine(
-        [
-            'assets-get_pump_details", "arguments": {"pump_id": "PUMP-001"}}\n</tool_call>',  # one call of two
-            'assets-get_pump_details"',  # after its result: the name, among the tools taking a pump id
-            '{"pump_id": "PUMP-002"}}\n</tool_call>',  # the arguments, the pump id limited to PUMP-002
-            "PUMP-001 and PUMP-002 are online.",
-        ],
-        scores=[-0.4],
-    )
-    result, _ = await run(tmp_path, engine, "How are PUMP-001 and PUMP-002 doing?")
-    assert [(c.name, c.arguments, c.status) for c in result.tool_calls] == [
-        ("assets-get_pump_details", {"pump_id": "PUMP-001"}, "ok"),
-        ("assets-get_pump_details", {"pump_id": "PUMP-002"}, "ok"),
-    ]
-    assert result.answer == "PUMP-001 and PUMP-002 are online." and result.usage.model_calls == 3
-    _, name, arguments, answer = engine.requests
-    assert "pump_id: PUMP-001" in name["prompt"] and name["prompt"].endswith('<tool_call>\n{"name": "')
-    assert '"assets-get_pump_details"' in name["grammar"] and "get_system_summary" not in name["grammar"]
-    assert "PUMP-002" in arguments["grammar"] and "PUMP-001" not in arguments["grammar"]
-    assert "pump_id: PUMP-002" in answer["prompt"]  # both results are read before the answer
-
-
-async def test_only_reads_follow_up_a_second_write_is_left_to_the_operator(tmp_path: Path) -> None:
-    engine = ScoringEngine(
-        [
-            'alarms-acknowledge_alarm", "arguments": {"alarm_id": "ALM-0001", "note": "Crew dispatched"}}',
-            "Waiting for a supervisor's approval.",
-        ],
-        scores=[-0.4],
-    )
-    result, _ = await run(tmp_path, engine, "Acknowledge ALM-0001 and ALM-0002: crew dispatched")
-    assert [(c.name, c.status) for c in result.tool_calls] == [("alarms-acknowledge_alarm", "pending_approval")]
-    assert len(engine.requests) == 2  # ALM-0002 named, but no read takes an alarm id: no follow-up
-
-
-async def test_a_follow_up_call_the_turn_already_made_is_dropped_and_the_model_answers(tmp_path: Path) -> None:
-    engine = ScoringEngine(
-        [
-            'sensors-get_sensor_trend", "arguments": {"pump_id": "PUMP-007", "sensor_type": "vibration"}}',
-            'sensors-get_sensor_trend"',
-            '{"pump_id": "PUMP-007", "sensor_type": "vibration"}}\n</tool_call>',  # a repeat: not allowed
-            "The vibration of PUMP-007 is rising.",
-        ],
-        scores=[-0.4],
-    )
-    question = "For PUMP-007, show both the vibration trend and the bearing temperature trend."
-    result, _ = await run(tmp_path, engine, question)
-    assert [(c.name, c.arguments) for c in result.tool_calls] == [
-        ("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "vibration"})
-    ]
-    assert result.answer == "The vibration of PUMP-007 is rising." and len(engine.requests) == 4
-    grammar = engine.requests[2]["grammar"]
-    assert "bearing_temperature" in grammar and "vibration" not in grammar
-
-
-async def test_a_question_asking_what_the_manuals_say_searches_them_after_its_first_results(tmp_path: Path) -> None:
-    engine = ScoringEngine(
-        [
-            'assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}',  # the pump, not the manuals
-            '{"question": "vibration zone D response"}}\n</tool_call>',  # the search's arguments, under its grammar
-            "PUMP-007 is in zone D; the manuals say to stop it.",
-        ],
-        scores=[-0.4],
-    )
-    question = "PUMP-007's vibration is high: what zone is it in and what does the manual say to do?"
-    result, _ = await run(tmp_path, engine, question, manuals_tool="docs-search_documentation")
-    assert [(c.name, c.arguments) for c in result.tool_calls] == [
-        ("assets-get_pump_details", {"pump_id": "PUMP-007"}),
-        ("docs-search_documentation", {"question": "vibration zone D response"}),
-    ]
-    _, search, answer = engine.requests
-    assert "<tool_response>" in answer["prompt"]  # the search's result is read before the answer
-    assert search["prompt"].endswith('{"name": "docs-search_documentation", "arguments": ')
-    assert "pump_id: PUMP-007" in search["prompt"] and search["temperature"] == 0.0
-    assert result.answer == "PUMP-007 is in zone D; the manuals say to stop it." and result.usage.model_calls == 3
-    # Without the setting (an integrator's own request settings), or once the turn searched, no such follow-up.
-    plain = ScoringEngine(['assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}', "Zone D."], scores=[-0.4])
-    unset, _ = await run(tmp_path, plain, question)
-    assert len(unset.tool_calls) == 1 and len(plain.requests) == 2
-    searched = ScoringEngine(
-        ['docs-search_documentation", "arguments": {"question": "zone D"}}', "Stop it."], scores=[-0.4]
-    )
-    again, _ = await run(tmp_path, searched, question, manuals_tool="docs-search_documentation")
-    assert len(again.tool_calls) == 1 and len(searched.requests) == 2
-
-
-async def test_without_follow_up_calls_the_model_answers_after_the_first_results(tmp_path: Path) -> None:
-    engine = ScoringEngine(
-        ['assets-get_pump_details", "arguments": {"pump_id": "PUMP-001"}}', "PUMP-001 is online."], scores=[-0.4]
-    )
-    result, _ = await run(tmp_path, engine, "How are PUMP-001 and PUMP-002 doing?", follow_up_calls=False)
-    assert len(result.tool_calls) == 1 and result.answer == "PUMP-001 is online." and len(engine.requests) == 2
-
-
 async def test_a_free_call_with_a_filter_written_badly_that_nobody_asked_for_is_kept_without_it(tmp_path: Path) -> None:
     engine = ScoringEngine(
         [
@@ -513,15 +347,16 @@ async def test_a_write_parked_for_approval_is_followed_by_our_note_to_say_so(tmp
         ],
         scores=[-0.4, -0.4],
     )
-    result, _ = await run(tmp_path, engine, "Raise a high priority work order for PUMP-007: Inspect DE bearing")
+    settings = make_settings(tmp_path, ParkedAnswer=False)  # the model words it (else the turn does, by code)
+    question = "Raise a high priority work order for PUMP-007: Inspect DE bearing"
+    result, _ = await run(tmp_path, engine, question, settings=settings)
     assert [c.status for c in result.tool_calls] == ["pending_approval"]
-    approval_id = result.tool_calls[0].summary.removeprefix("pending approval ")
-    assert APPROVAL_ID.fullmatch(approval_id)
-    # The runner's outcome and the gate's id, written outside the fenced data, as the sentence to give.
-    assert PARKED_SENTENCE.format(ids=approval_id) in engine.requests[1]["prompt"]
-    await run(tmp_path, engine, "How is PUMP-007 doing?")
-    later = engine.requests[3]["prompt"]
-    assert "Reply to the operator with exactly" not in later and PARKED_NOTE not in later
+    approval_id = result.tool_calls[0].approval_id
+    assert approval_id and APPROVAL_ID.fullmatch(approval_id)
+    # The runner's outcome, written outside the fenced data: the note to say so.
+    assert PARKED_NOTE in engine.requests[1]["prompt"]
+    await run(tmp_path, engine, "How is PUMP-007 doing?", settings=settings)
+    assert PARKED_NOTE not in engine.requests[3]["prompt"]
 
 
 def test_the_approval_id_is_read_only_from_a_payload_that_has_the_ids_form() -> None:
@@ -670,57 +505,16 @@ async def test_an_answer_that_vouches_for_the_plant_without_data_becomes_a_call(
     assert "work_orders-create_work_order" in held["prompt"]  # although the prompt's tool list advertises it
 
 
-async def test_a_terse_question_after_the_plants_state_calls_a_read_without_answering_first(tmp_path: Path) -> None:
-    engine = ScoringEngine(
-        [
-            'assets-get_system_summary"',  # the name, under the reads' grammar
-            "{}}\n</tool_call>",  # its arguments
-            ["PUMP-007 has a critical alarm."],  # round 2: the answer from the result
-        ],
-        scores=[-3.2],  # as low as small talk
-    )
-    result, events = await run(tmp_path, engine, "Everything good?", temperature=0.7, seed=2)
-    assert [(c.name, c.status) for c in result.tool_calls] == [("assets-get_system_summary", "ok")]
-    assert [e.text for e in events if isinstance(e, TextDelta)] == ["PUMP-007 has a critical alarm."]
-    name, arguments, answer = engine.requests  # no answer was written before the call
-    assert arguments["prompt"].endswith('{"name": "assets-get_system_summary", "arguments": ')
-    assert name["prompt"].endswith('<tool_call>\n{"name": "') and name["temperature"] == 0.0
-    assert '"work_orders-list_work_orders"' in name["grammar"] and "create_work_order" not in name["grammar"]
-    assert "<tool_response>" in answer["prompt"]
-
-
-async def test_a_status_question_calls_the_configured_status_tool_without_decoding_a_name(tmp_path: Path) -> None:
-    engine = ScoringEngine([["PUMP-007 has a critical alarm."]], scores=[-3.2])
-    result, _ = await run(tmp_path, engine, "Anything wrong?", status_tool="assets-get_system_summary")
-    assert [(c.name, c.arguments, c.status) for c in result.tool_calls] == [("assets-get_system_summary", {}, "ok")]
-    (answer,) = engine.requests  # the summary takes no arguments: nothing is decoded before the answer
-    assert '{"name": "assets-get_system_summary", "arguments": {}}' in answer["prompt"]
-    # A status tool with arguments has them decoded under its grammar.
-    with_arguments = ScoringEngine(["{}}\n</tool_call>", ["PUMP-006 is offline."]], scores=[-3.2])
-    result, _ = await run(tmp_path, with_arguments, "Anything wrong?", status_tool="assets-list_pumps")
-    assert [(c.name, c.arguments) for c in result.tool_calls] == [("assets-list_pumps", {})]
-    arguments, _answer = with_arguments.requests
-    assert arguments["prompt"].endswith('{"name": "assets-list_pumps", "arguments": ') and arguments["grammar"]
-    # A status tool that is not an advertised read is ignored: the model picks a read as before.
-    fallback = ScoringEngine(['alarms-list_alarms"', "{}}\n</tool_call>", ["Two alarms."]], scores=[-3.2])
-    result, _ = await run(tmp_path, fallback, "Anything wrong?", status_tool="work_orders-create_work_order")
-    assert [c.name for c in result.tool_calls] == ["alarms-list_alarms"]
-
-
-def test_the_local_provider_names_the_fleet_summary_and_the_manuals_search(tmp_path: Path) -> None:
-    provided = local_execution_settings(make_settings(tmp_path))
-    assert provided.status_tool == "assets-get_system_summary" and provided.manuals_tool == "docs-search_documentation"
-
-
 async def test_small_talk_and_status_questions_with_the_setting_off_are_left_to_the_model(tmp_path: Path) -> None:
     asked: list[tuple[str, dict[str, Any]]] = [
         ("How are you?", {}),
         ("All good, thanks.", {}),
-        ("Any issues?", {"status_questions": False}),
+        ("Any issues?", {"StatusQuestions": False}),
     ]
-    for question, execution in asked:
+    for question, agent in asked:
         engine = ScoringEngine([["I'm here to help with the pumps."]], scores=[-3.2])
-        result, _ = await run(tmp_path, engine, question, claim_check=False, **execution)
+        settings = make_settings(tmp_path, **agent)
+        result, _ = await run(tmp_path, engine, question, settings=settings, claim_check=False)
         assert result.tool_calls == [] and len(engine.requests) == 1, question
 
 
@@ -742,7 +536,8 @@ async def test_an_opening_may_repeat_the_record_id_the_operator_named(tmp_path: 
 
 async def test_without_the_claim_check_or_after_tool_results_a_vouching_answer_stands(tmp_path: Path) -> None:
     engine = ScoringEngine([["Yes, we're good."]], scores=[-3.0])
-    result, _ = await run(tmp_path, engine, "Are we OK?", claim_check=False, status_questions=False)
+    settings = make_settings(tmp_path, StatusQuestions=False)
+    result, _ = await run(tmp_path, engine, "Are we OK?", settings=settings, claim_check=False)
     assert result.tool_calls == [] and result.answer == "Yes, we're good." and len(engine.requests) == 1
 
     # Once the conversation holds a tool result the model speaks from it: no check on the follow-up.
@@ -754,7 +549,7 @@ async def test_without_the_claim_check_or_after_tool_results_a_vouching_answer_s
         ],
         scores=[-0.3, -3.0],
     )
-    async with open_app(make_settings(tmp_path)) as app:
+    async with open_app(make_settings(tmp_path, StatusQuestions=False)) as app:  # the claim check alone
         runner = TurnRunner(
             app.kernel,
             LocalChatCompletion(engine),

@@ -1,14 +1,13 @@
-"""What a local model's turn still needs after its first results: the values and the manuals it did not ask for.
+"""What a turn still needs after its first results: the values and the manuals the model's calls did not ask for.
 
-The 1.5B local model makes one call where a question needs two. "How are PUMP-001 and PUMP-002 doing?" got
-PUMP-001's details only; "PUMP-007's vibration is high: what zone is it in and what does the manual say to do?" got
-the pump's readings and an answer saying "the manual says to check the bearings" without a manual read. Routed
-again after its results, it repeated its last call. So the connector looks at the operator's message and the calls
-made since it (`chat.local.service`), and decodes one more call under grammars where:
+A model may make one call where a question needs two ("How are PUMP-001 and PUMP-002 doing?" answered with
+PUMP-001's details only), or answer "the manual says ..." without reading a manual. So after each round of
+results the turn (`turn.policies`) compares the operator's message with the calls made since it:
 
-* the message names values of a parameter the turn's calls used beyond theirs (`unasked_values`): the call's name
-  is chosen among the reads taking that parameter and the parameter allows only those values (`with_values`);
-* the message asks what the manuals say (`asks_the_manuals`) and the turn has not searched them.
+* the message names values of a parameter the turn's calls used beyond theirs (`unasked_values`): the same read
+  is called again with each such value;
+* the message asks what the manuals say (`asks_the_manuals`) and the turn has not searched them: the search is
+  called with the operator's message.
 
 Pure: regular expressions and the tool schemas only.
 """
@@ -20,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chat.local.grammar import Mentions, enum_words, identifiers, tool_function, tool_schemas
+from chat.mentions import Mentions, enum_words, identifiers, tool_schemas
 
-__all__ = ["Unasked", "asks_the_manuals", "unasked_values", "with_values"]
+__all__ = ["Unasked", "asks_the_manuals", "unasked_values"]
 
 # The documents the operator may ask about; "manual" as a way of operating ("manual mode", "manual reset") is not one.
 _MANUALS = re.compile(
@@ -79,20 +78,3 @@ def unasked_values(
             if unasked:
                 return Unasked(key, unasked)
     return None
-
-
-def with_values(tools: Sequence[Mapping[str, Any]], unasked: Unasked) -> list[dict[str, Any]]:
-    """The ``tools`` that take ``unasked.parameter``, each requiring it and allowing only ``unasked.values``."""
-    narrowed: list[dict[str, Any]] = []
-    for tool in tools:
-        function = tool_function(tool)
-        parameters = function.get("parameters") or {}
-        properties = dict(parameters.get("properties") or {})
-        if unasked.parameter not in properties:
-            continue
-        schema = {k: v for k, v in properties[unasked.parameter].items() if k != "enum"}
-        properties[unasked.parameter] = {**schema, "enum": list(unasked.values)}
-        required = list(dict.fromkeys([*(parameters.get("required") or []), unasked.parameter]))
-        narrowed_parameters = {**parameters, "properties": properties, "required": required}
-        narrowed.append({"type": "function", "function": {**function, "parameters": narrowed_parameters}})
-    return narrowed

@@ -4,9 +4,8 @@ from typing import Any
 
 import pytest
 
-from chat.local.follow_up import asks_the_manuals, unasked_values, with_values
-from chat.local.grammar import tool_calls_grammar
-from tests.chat.local.test_grammar import ALARMS, TOOLS
+from tests.chat.local.test_grammar import TOOLS
+from turn.follow_up import asks_the_manuals, unasked_values
 
 DETAILS: dict[str, Any] = {
     "type": "function",
@@ -58,25 +57,6 @@ def test_unasked_values_are_the_ones_named_for_a_parameter_the_turns_calls_used(
 ) -> None:
     found = unasked_values(made, message, [*TOOLS, DETAILS])
     assert (None if found is None else (found.parameter, found.values)) == expected
-
-
-def test_with_values_narrows_the_tools_taking_the_parameter_to_the_unasked_values_and_requires_it() -> None:
-    found = unasked_values([("alarms-list_alarms", {"severity": "critical"})], "critical and low alarms", TOOLS)
-    assert found is not None
-    narrowed = with_values([*TOOLS, DETAILS], found)
-    assert [t["function"]["name"] for t in narrowed] == ["alarms-list_alarms"]
-    parameters = narrowed[0]["function"]["parameters"]
-    assert parameters["properties"]["severity"] == {"type": "string", "enum": ["low"]}
-    assert parameters["required"] == ["severity"] and "active_only" in parameters["properties"]
-    original: Any = ALARMS
-    assert original["function"]["parameters"]["properties"]["severity"]["enum"] == ["low", "critical"]  # untouched
-    pump = unasked_values([("assets-get_pump_details", {"pump_id": "PUMP-001"})], "PUMP-001, PUMP-002", [DETAILS])
-    assert pump is not None
-    both = with_values([*TOOLS, DETAILS], pump)
-    assert [t["function"]["name"] for t in both] == ["sensors-get_sensor_trend", "assets-get_pump_details"]
-    assert all(t["function"]["parameters"]["properties"]["pump_id"]["enum"] == ["PUMP-002"] for t in both)
-    grammar = tool_calls_grammar(both, first="assets-get_pump_details")
-    assert "PUMP-002" in grammar and "PUMP-001" not in grammar
 
 
 @pytest.mark.parametrize(

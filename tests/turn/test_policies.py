@@ -1,0 +1,220 @@
+"""The turn's policies on every chat model: the same scenarios through the scripted fake Ollama and the local model.
+
+Each scenario is written once, as the model's moves (a call, or an answer); a driver turns them into the scripted
+Ollama's replies or the scripted llama.cpp engine's completions, runs one turn through the real runner, and says what
+the model was shown. A model step the turn does not ask for is left over, and fails the scenario.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+from chat.local.qwen_format import STATUS_NOTE
+from chat.local.service import LocalChatCompletion, LocalChatPromptExecutionSettings
+from governance import APPROVAL_ID
+from kernel_setup import Settings, load_settings, open_app
+from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
+from tests.fakes.llama import ScoringEngine
+from tests.fakes.ollama import ScriptedOllama, call, reply
+from turn.events import TurnResult
+from turn.factory import runner_for
+from turn.policies import PARKED_ANSWER
+from turn.runner import TurnRunner
+from turn.sessions import SessionStore
+
+
+@dataclass(frozen=True)
+class Call:
+    """The model calls a tool (only as its first move: the local model routes right after the operator speaks)."""
+
+    name: str
+    arguments: Mapping[str, Any]
+
+
+Move = Call | str  # a call, or the answer's text
+
+
+@dataclass
+class Outcome:
+    """A turn's result, how often the model was asked, and what it was shown each time (as text)."""
+
+    result: TurnResult
+    model_calls: int
+    shown: list[str]
+
+
+class Driver(Protocol):
+    """Runs one turn on a scripted model."""
+
+    name: str
+
+    async def run(self, settings: Settings, question: str, moves: list[Move]) -> Outcome:
+        """Run ``question`` with the model making ``moves`` in order."""
+        ...
+
+
+class OllamaDriver:
+    name = "ollama"
+
+    async def run(self, settings: Settings, question: str, moves: list[Move]) -> Outcome:
+        steps = [reply(tool_calls=[call(m.name, **m.arguments)]) if isinstance(m, Call) else reply(m) for m in moves]
+        fake = ScriptedOllama(list(steps))
+        async with open_app(settings, chat_transport=fake.transport()) as app:
+            result = await runner_for(app).run(question)
+        assert fake.steps == [], "the turn did not ask the model for every scripted move"
+        shown = [json.dumps(r["messages"], ensure_ascii=False) for r in fake.requests]
+        return Outcome(result, len(fake.requests), shown)
+
+
+class _Engine(ScoringEngine):
+    """The scripted local model; right after the operator speaks it opens with a call only where the script has one."""
+
+    def tool_start_logprob(self, prompt: str) -> float:
+        return super().tool_start_logprob(prompt) if self.scores else -3.2  # as low as an answer's opening
+
+
+class LocalDriver:
+    name = "local"
+
+    async def run(self, settings: Settings, question: str, moves: list[Move]) -> Outcome:
+        completions: list[str | list[str] | Exception] = []
+        scores: list[float] = []
+        for move in moves:
+            if isinstance(move, Call):  # routed above the line, the call written freely
+                scores.append(-0.4)
+                completions.append(f'{move.name}", "arguments": {json.dumps(dict(move.arguments))}}}')
+            else:
+                completions.append([move])
+        engine = _Engine(completions, scores=scores)
+        async with open_app(settings) as app:
+            runner = TurnRunner(
+                app.kernel,
+                LocalChatCompletion(engine),
+                app.settings.agent,
+                SessionStore(app.db),
+                execution_settings=LocalChatPromptExecutionSettings(claim_check=False),
+                rejections=app.audit,
+                num_ctx=8192,
+            )
+            result = await runner.run(question)
+        assert engine.steps == [], "the turn did not ask the model for every scripted move"
+        return Outcome(result, len(engine.requests), [r["prompt"] for r in engine.requests])
+
+
+@pytest.fixture(params=[OllamaDriver(), LocalDriver()], ids=lambda d: d.name)
+def model(request: pytest.FixtureRequest) -> Driver:
+    driver: Driver = request.param
+    return driver
+
+
+def make_settings(tmp_path: Path, **agent: Any) -> Settings:
+    path = tmp_path / "appsettings.json"
+    path.write_text(json.dumps({"Database": {"Path": "t.db"}, "Qdrant": {"Path": ":memory:"}, "Agent": agent}))
+    return load_settings(path, env={})
+
+
+def calls_of(result: TurnResult) -> list[tuple[str, dict[str, Any], str]]:
+    return [(c.name, c.arguments, c.status) for c in result.tool_calls]
+
+
+async def test_a_status_question_reads_the_fleet_summary_before_the_model_answers(
+    model: Driver, tmp_path: Path
+) -> None:
+    outcome = await model.run(make_settings(tmp_path), "Anything wrong?", ["5 active alarms; PUMP-007 is critical."])
+    assert calls_of(outcome.result) == [(FLEET_SUMMARY_TOOL, {}, "ok")]
+    assert outcome.model_calls == 1 and "active_alarms" in outcome.shown[0]  # the summary is read before answering
+    if model.name == "local":  # the local model's note after the results, worded by its connector
+        assert STATUS_NOTE in outcome.shown[0]
+
+
+async def test_with_status_questions_off_the_model_answers_a_status_question_itself(
+    model: Driver, tmp_path: Path
+) -> None:
+    settings = make_settings(tmp_path, StatusQuestions=False)
+    outcome = await model.run(settings, "Anything wrong?", ["Nothing I know of."])
+    assert outcome.result.tool_calls == [] and outcome.model_calls == 1
+
+
+async def test_a_pump_the_operator_named_that_no_call_asked_for_is_read_before_the_answer(
+    model: Driver, tmp_path: Path
+) -> None:
+    moves: list[Move] = [Call("assets-get_pump_details", {"pump_id": "PUMP-001"}), "Both are online."]
+    outcome = await model.run(make_settings(tmp_path), "How are PUMP-001 and PUMP-002 doing?", moves)
+    assert calls_of(outcome.result) == [
+        ("assets-get_pump_details", {"pump_id": "PUMP-001"}, "ok"),
+        ("assets-get_pump_details", {"pump_id": "PUMP-002"}, "ok"),
+    ]
+    assert outcome.model_calls == 2 and "PUMP-002" in outcome.shown[1]
+
+
+async def test_a_second_sensor_is_read_with_the_first_calls_other_arguments_and_no_call_is_repeated(
+    model: Driver, tmp_path: Path
+) -> None:
+    first = Call("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "vibration"})
+    question = "For PUMP-007, show both the vibration trend and the bearing temperature trend."
+    outcome = await model.run(make_settings(tmp_path), question, [first, "Both are rising."])
+    assert [(name, arguments) for name, arguments, _ in calls_of(outcome.result)] == [
+        ("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "vibration"}),
+        ("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "bearing_temperature"}),
+    ]
+
+
+async def test_a_question_about_the_manuals_searches_them_with_the_operators_words(
+    model: Driver, tmp_path: Path
+) -> None:
+    question = "PUMP-007's vibration is high: what zone is it in and what does the manual say to do?"
+    moves: list[Move] = [Call("assets-get_pump_details", {"pump_id": "PUMP-007"}), "Zone D; stop it."]
+    outcome = await model.run(make_settings(tmp_path), question, moves)
+    assert [(name, arguments) for name, arguments, _ in calls_of(outcome.result)] == [
+        ("assets-get_pump_details", {"pump_id": "PUMP-007"}),
+        (MANUALS_TOOL, {"question": question}),
+    ]
+    assert outcome.model_calls == 2
+
+
+async def test_with_follow_up_calls_off_the_model_answers_from_its_own_calls(model: Driver, tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, FollowUpCalls=False)
+    moves: list[Move] = [Call("assets-get_pump_details", {"pump_id": "PUMP-001"}), "PUMP-001 is online."]
+    outcome = await model.run(settings, "How are PUMP-001 and PUMP-002 doing?", moves)
+    assert len(outcome.result.tool_calls) == 1 and outcome.model_calls == 2
+
+
+async def test_a_round_of_parked_writes_is_answered_by_code_with_the_approval_ids(
+    model: Driver, tmp_path: Path
+) -> None:
+    order = {"pump_id": "PUMP-007", "priority": "high", "summary": "Inspect the drive-end bearing"}
+    outcome = await model.run(
+        make_settings(tmp_path),
+        "Raise a high priority work order for PUMP-007",
+        [Call("work_orders-create_work_order", order)],
+    )
+    (parked,) = outcome.result.tool_calls
+    assert parked.status == "pending_approval" and parked.approval_id and APPROVAL_ID.fullmatch(parked.approval_id)
+    assert outcome.result.answer == PARKED_ANSWER.format(ids=parked.approval_id)
+    assert outcome.model_calls == 1  # the model is not asked to word it
+
+
+async def test_a_parked_write_gets_no_follow_up_even_when_the_operator_named_more(
+    model: Driver, tmp_path: Path
+) -> None:
+    acknowledge = Call("alarms-acknowledge_alarm", {"alarm_id": "ALM-0001", "note": "Crew dispatched"})
+    outcome = await model.run(
+        make_settings(tmp_path), "Acknowledge ALM-0001 and ALM-0002: crew dispatched", [acknowledge]
+    )
+    assert [(name, status) for name, _, status in calls_of(outcome.result)] == [
+        ("alarms-acknowledge_alarm", "pending_approval")
+    ]
+    assert outcome.result.answer.startswith("Waiting for a supervisor's approval as APR-")
+
+
+async def test_with_the_parked_answer_off_the_model_words_the_parked_write(model: Driver, tmp_path: Path) -> None:
+    order = {"pump_id": "PUMP-007", "priority": "high", "summary": "Inspect the drive-end bearing"}
+    moves: list[Move] = [Call("work_orders-create_work_order", order), "It awaits a supervisor."]
+    outcome = await model.run(make_settings(tmp_path, ParkedAnswer=False), "Raise a work order for PUMP-007", moves)
+    assert outcome.result.answer == "It awaits a supervisor." and outcome.model_calls == 2

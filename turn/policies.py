@@ -1,0 +1,131 @@
+"""The turn's policies: what a turn does around the model's own choices, the same for every chat model.
+
+A connector only translates and decodes; these rules decide, and so hold for Ollama, the in-process model and
+whatever comes later. Each can be switched off in settings (`Agent.Policies`), per deployment, for a model that
+does not need it.
+
+* **Status questions.** A terse question after the plant's state ("Anything wrong?", "Are we OK?":
+  `checks.reassurance.asks_for_reassurance`) can only be answered from data, yet reads like small talk: the turn
+  calls the fleet summary itself before the model's first call, and the model answers from its result.
+* **Follow-up calls.** After a round of results, values the operator named for a parameter the calls used that none
+  asked for get the same read again with each value ("PUMP-001 and PUMP-002" after PUMP-001's details), and a
+  message asking what the manuals say gets the manuals search when the turn has not searched them
+  (`turn.follow_up`). Only reads follow up: a second write nobody quite asked for is left to the operator.
+* **Parked actions.** A round whose every call was parked for a supervisor is answered by code, with the gate's own
+  approval ids: "Waiting for a supervisor's approval as APR-…; nothing has been done yet." No model call can leave
+  the id out, invent one or promise a run.
+
+Calls a policy makes are ordinary calls: they run through the kernel's filters, are audited, and enter the
+conversation as the assistant's calls with their results.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from semantic_kernel import Kernel
+from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
+from semantic_kernel.contents.function_call_content import FunctionCallContent
+from semantic_kernel.exceptions import KernelException
+
+from checks.reassurance import asks_for_reassurance
+from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
+from plugins.declarations import traits_of
+from turn.events import ToolCallRecord
+from turn.follow_up import asks_the_manuals, unasked_values
+
+__all__ = ["MAX_FOLLOW_UPS", "PARKED_ANSWER", "TurnPolicies", "policy_call"]
+
+MAX_FOLLOW_UPS = 4
+"""At most this many follow-up calls after one round of results."""
+
+PARKED_ANSWER = "Waiting for a supervisor's approval as {ids}; nothing has been done yet."
+
+Call = tuple[str, Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class TurnPolicies:
+    """Which policies a turn applies, and the tools they call (full names, ``plugin-function``)."""
+
+    status_questions: bool = True
+    follow_up_calls: bool = True
+    parked_answer: bool = True
+    status_tool: str = FLEET_SUMMARY_TOOL
+    manuals_tool: str = MANUALS_TOOL
+
+    def opening_calls(self, question: str, kernel: Kernel) -> list[FunctionCallContent]:
+        """The calls the turn makes before the model's first call: the fleet summary for a status question."""
+        if not self.status_questions or not asks_for_reassurance(question) or not _is_read(kernel, self.status_tool):
+            return []
+        return [policy_call(self.status_tool, {})]
+
+    def follow_ups(self, question: str, made: Sequence[Call], kernel: Kernel) -> list[FunctionCallContent]:
+        """The reads the operator's ``question`` still needs after the calls ``made`` this turn (none when covered).
+
+        The values named for a parameter the calls used come first: the last call using that parameter is made again
+        with each value. Otherwise the manuals search, with the operator's message, when the message asks what the
+        manuals say and no call searched them. A call already made is never repeated.
+        """
+        if not self.follow_up_calls or not made:
+            return []
+        tools = _advertised(kernel)
+        unasked = unasked_values(made, question, tools)
+        wanted: list[Call] = []
+        if unasked is not None:
+            base = next((c for c in reversed(made) if unasked.parameter in c[1] and _is_read(kernel, c[0])), None)
+            if base is not None:
+                wanted = [(base[0], {**base[1], unasked.parameter: value}) for value in unasked.values]
+        elif asks_the_manuals(question) and all(name != self.manuals_tool for name, _ in made):
+            if _is_read(kernel, self.manuals_tool):
+                wanted = [(self.manuals_tool, {"question": question})]
+        done = {_key(name, arguments) for name, arguments in made}
+        fresh = [(name, arguments) for name, arguments in wanted if _key(name, arguments) not in done]
+        return [policy_call(name, arguments) for name, arguments in fresh[:MAX_FOLLOW_UPS]]
+
+    def answer_for(self, round_records: Sequence[ToolCallRecord]) -> str | None:
+        """The answer code gives for a round of results, or None for the model to answer.
+
+        A round whose every call was parked: the parked sentence with each approval id once, in call order.
+        """
+        if not self.parked_answer or not round_records:
+            return None
+        if any(r.status != "pending_approval" or not r.approval_id for r in round_records):
+            return None
+        ids = list(dict.fromkeys(r.approval_id for r in round_records if r.approval_id))
+        listed = ids[0] if len(ids) == 1 else f"{', '.join(ids[:-1])} and {ids[-1]}"
+        return PARKED_ANSWER.format(ids=listed)
+
+
+def policy_call(name: str, arguments: Mapping[str, Any]) -> FunctionCallContent:
+    """A call the turn makes itself, in the form a model's call takes (a fresh id; ``plugin-function`` name)."""
+    plugin, _, function = name.partition("-")
+    return FunctionCallContent(
+        id=f"policy_{secrets.token_hex(4)}",
+        name=name,
+        plugin_name=plugin,
+        function_name=function,
+        arguments=json.dumps(dict(arguments), ensure_ascii=False),
+    )
+
+
+def _is_read(kernel: Kernel, name: str) -> bool:
+    """Whether ``name`` is one of ``kernel``'s functions and declared a read."""
+    plugin, _, function = name.partition("-")
+    try:
+        return traits_of(kernel.get_function(plugin, function)).read_only
+    except KernelException:
+        return False
+
+
+def _advertised(kernel: Kernel) -> list[dict[str, Any]]:
+    """The kernel's functions in the function-calling format the model sees."""
+    return [kernel_function_metadata_to_function_call_format(m) for m in kernel.get_full_list_of_function_metadata()]
+
+
+def _key(name: str, arguments: Mapping[str, Any]) -> str:
+    return name + json.dumps({k: str(v).upper() for k, v in arguments.items()}, sort_keys=True)
