@@ -36,23 +36,8 @@ _CITATION = re.compile(
     re.IGNORECASE,
 )
 
-_NEGATION = frozenset(
-    {
-        "not",
-        "no",
-        "nothing",
-        "never",
-        "cannot",
-        "can't",
-        "won't",
-        "don't",
-        "didn't",
-        "haven't",
-        "hasn't",
-        "isn't",
-        "aren't",
-    }
-)
+# Words that, just before a claim, deny it ("n't" endings are caught apart: "hasn't", "wasn't").
+_NEGATION = frozenset("not no none nothing neither nor never cannot without".split())
 _CURLY_APOSTROPHE = "\u2019"
 _NEGATION_WINDOW = 4  # words before a claim that, holding a negation, make it a denial
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -108,6 +93,6 @@ def claimed_actions(answer: str, claims: Sequence[str | list[str]]) -> list[str]
 def _asserts(sentence: str, phrase: str) -> bool:
     for match in re.finditer(rf"(?<![\w]){re.escape(phrase)}(?![\w])", sentence):
         before = _WORD.findall(sentence[: match.start()])[-_NEGATION_WINDOW:]
-        if not _NEGATION & set(before) and not any(w.endswith("n't") for w in before):
+        if not _NEGATION & set(before) and not any(w.endswith("n't") for w in before):  # can't, won't, isn't
             return True
     return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, date, datetime, timedelta
 from difflib import get_close_matches
 from enum import Enum
@@ -139,7 +139,7 @@ HELD_BACK_SHARE = 4
 """`rule_split`: an item is held back unless the first two bytes of its id's SHA-256 are a multiple of this."""
 
 
-def rule_split(item_id: str, tuned_before_split: Sequence[str] | frozenset[str] = ()) -> Split:
+def rule_split(item_id: str, tuned_before_split: Collection[str] = ()) -> Split:
     """The part of the golden set ``item_id`` belongs to, by a fixed rule that never looks at results.
 
     An item in ``tuned_before_split`` (the set as it was before it was split: the product's thresholds, word
