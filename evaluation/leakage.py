@@ -1,4 +1,4 @@
-"""Find held-back questions quoted in the product's words: its prompts, word lists, tool descriptions and data.
+"""Find held-back questions quoted in the product's words: prompts, word lists, tool descriptions, data, benchmarks.
 
 A held-back item measures whether the product generalises only while nothing in the product was chosen
 with it in view. A prompt or word list that quotes its question (or a distinctive run of its words) is
@@ -17,8 +17,8 @@ from pathlib import Path
 
 __all__ = ["PRODUCT_PACKAGES", "Leak", "find_leaks", "product_texts", "string_literals", "words"]
 
-PRODUCT_PACKAGES = ("checks", "chat", "turn", "kernel_setup", "plugins")
-"""The packages whose words steer the model or judge its answers."""
+PRODUCT_PACKAGES = ("checks", "chat", "turn", "kernel_setup", "plugins", "bench")
+"""The folders whose words steer the model or judge its answers, and the benchmarks that chose their thresholds."""
 
 NGRAM = 5
 """A run of this many words of a question, found in product text, is a quote."""
