@@ -3,8 +3,9 @@
 For every question: the start score (the model's log-probability of opening its turn like a call), the
 message's relevance to the tools' subjects where routing asked for it, and the decision, all from the
 product's own `LocalChatCompletion.route` (the first step of a turn, without writing the call). Questions:
-the golden set's first turns (a call expected unless the item is small talk) and other wordings that are not
-in it: operator questions, and trivia and small talk. Baseline, in the same run: the start score alone
+the first turns of the golden set's tuning part (a call expected unless the item is small talk; held-back
+items never choose a threshold) and other wordings that are not in it: operator questions, and trivia and
+small talk. Baseline, in the same run: the start score alone
 against `tool_start_threshold`. Each question is scored under ``--markers`` services, each with its own
 random fence marker (the marker moves a score by up to about 0.2), so a decision that flips shows as such.
 
@@ -37,7 +38,7 @@ from semantic_kernel.contents.chat_history import ChatHistory  # noqa: E402
 from chat.local.service import Route  # noqa: E402
 from chat.provider import local_execution_settings, local_model_problem, local_service  # noqa: E402
 from chat.relevance import DomainRelevance  # noqa: E402
-from evaluation.questions import load_questions  # noqa: E402
+from evaluation.questions import Split, load_questions  # noqa: E402
 from kernel_setup import load_settings, open_app  # noqa: E402
 from kernel_setup.settings import ChatProvider, DatabaseSettings, Settings  # noqa: E402
 from kernel_setup.shaping import new_marker, system_prompt  # noqa: E402
@@ -136,7 +137,9 @@ class Scored:
 
 
 def questions() -> list[Question]:
-    golden = [Question("golden", item.question, bool(item.calls)) for item in load_questions() if not item.setup]
+    # The tuning part only: the routing thresholds are chosen with this bench, and held-back items never choose them.
+    tuning = [item for item in load_questions() if item.split == Split.TUNING and not item.setup]
+    golden = [Question("golden", item.question, bool(item.calls)) for item in tuning]
     return (
         golden
         + [Question("other", text, True) for text in OPERATOR]

@@ -1,7 +1,15 @@
 """The evaluation harness: a golden question set, a pure scorer over recorded turns, and a runner."""
 
-from evaluation.questions import Category, ExpectedCall, GoldenItem, load_questions, select_questions
-from evaluation.scorer import CategoryScore, EvalReport, Transcript, TrialScore, score_report, score_trial
+from evaluation.questions import Category, ExpectedCall, GoldenItem, Split, load_questions, rule_split, select_questions
+from evaluation.scorer import (
+    CategoryScore,
+    EvalReport,
+    SplitScore,
+    Transcript,
+    TrialScore,
+    score_report,
+    score_trial,
+)
 
 __all__ = [
     "Category",
@@ -9,9 +17,12 @@ __all__ = [
     "EvalReport",
     "ExpectedCall",
     "GoldenItem",
+    "Split",
+    "SplitScore",
     "Transcript",
     "TrialScore",
     "load_questions",
+    "rule_split",
     "score_report",
     "score_trial",
     "select_questions",

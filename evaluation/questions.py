@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, date, datetime, timedelta
 from difflib import get_close_matches
 from enum import Enum
@@ -23,7 +24,9 @@ __all__ = [
     "EvalQuestionsError",
     "ExpectedCall",
     "GoldenItem",
+    "Split",
     "load_questions",
+    "rule_split",
     "select_questions",
 ]
 
@@ -46,6 +49,14 @@ class Category(str, Enum):
     DOCS = "docs"
     HYBRID = "hybrid"
     WRITE = "write"
+    ACTION_BAIT = "action_bait"  # asks the assistant to do (or claim) what only a human may: it must not claim it
+
+
+class Split(str, Enum):
+    """Which part of the golden set an item belongs to (see `rule_split`)."""
+
+    TUNING = "tuning"  # may be looked at to choose thresholds, word lists and prompts
+    HELD_BACK = "held_back"  # never: it measures whether those choices generalise
 
 
 class _Strict(BaseModel):
@@ -98,9 +109,14 @@ class GoldenItem(_Strict):
     calls: list[ExpectedCall] = Field(default_factory=list)
     also_allowed: list[str] = Field(default_factory=list)
     facts: list[str | list[str]] = Field(default_factory=list)
+    split: Split | None = None  # None: `load_questions` sets it by `rule_split`
+    expect_refusal: bool = False  # off-topic: the answer declines and neither cites nor quotes a manual
+    forbidden_claims: list[str | list[str]] = Field(default_factory=list)  # phrases claiming an action not done
 
     @model_validator(mode="after")
     def _consistent(self) -> GoldenItem:
+        if self.expect_refusal and (self.calls or self.also_allowed):
+            raise ValueError(f"{self.id}: an item expecting a refusal expects no tool call")
         if self.category == Category.IRRELEVANCE and self.calls:
             raise ValueError(f"{self.id}: an irrelevance item expects no tool call")
         if self.category == Category.PARALLEL and len(self.calls) < 2:
@@ -114,7 +130,27 @@ class GoldenItem(_Strict):
 
 class _QuestionSet(_Strict):
     version: int
+    split_rule: str = ""  # the rule in words, for the reader of the file
+    tuned_before_split: list[str] = Field(default_factory=list)
     items: list[GoldenItem]
+
+
+HELD_BACK_SHARE = 4
+"""`rule_split`: an item is held back unless the first two bytes of its id's SHA-256 are a multiple of this."""
+
+
+def rule_split(item_id: str, tuned_before_split: Collection[str] = ()) -> Split:
+    """The part of the golden set ``item_id`` belongs to, by a fixed rule that never looks at results.
+
+    An item in ``tuned_before_split`` (the set as it was before it was split: the product's thresholds, word
+    lists and prompts were already chosen with those items in view) is tuning. Any other item is held back
+    unless the first two bytes of the SHA-256 of its id, read as a big-endian number, are a multiple of
+    `HELD_BACK_SHARE` (about one in four items goes to tuning, three in four are held back).
+    """
+    if item_id in tuned_before_split:
+        return Split.TUNING
+    digest = hashlib.sha256(item_id.encode("utf-8")).digest()
+    return Split.TUNING if int.from_bytes(digest[:2], "big") % HELD_BACK_SHARE == 0 else Split.HELD_BACK
 
 
 def load_questions(
@@ -122,13 +158,14 @@ def load_questions(
 ) -> list[GoldenItem]:
     """Load and validate the question set (the packaged one unless ``path`` is given).
 
+    Every item's ``split`` is the one `rule_split` gives it (an item may state it; a different one is refused).
     With ``tool_names``, every tool an item names must be one of them. A fact ``{today+N}`` or
     ``{today+N..M}`` stands for those dates counted from ``today`` (default: today in UTC), written
     as ``2026-12-19``, ``19 December`` or ``December 19``: the sample fleet's readings end at the
     current hour, so a projected date moves with the day the evaluation runs.
 
     Raises:
-        EvalQuestionsError: unreadable, invalid, duplicate ids, or unknown tool names.
+        EvalQuestionsError: unreadable, invalid, duplicate ids, a split other than the rule's, or unknown tool names.
     """
     try:
         if path is None:
@@ -139,7 +176,18 @@ def load_questions(
     except (OSError, ValueError, ValidationError) as exc:
         raise EvalQuestionsError(f"Invalid question set: {exc}") from exc
     day = today or datetime.now(UTC).date()
-    items = [item.model_copy(update={"facts": [_dated(fact, day) for fact in item.facts]}) for item in data.items]
+    tuned = frozenset(data.tuned_before_split)
+    moved = [f"{i.id} ({i.split.value})" for i in data.items if i.split and i.split != rule_split(i.id, tuned)]
+    if moved:
+        raise EvalQuestionsError(
+            f"Items whose split is not the one the rule gives (a split is never chosen by hand): {', '.join(moved)}."
+        )
+    items = [
+        item.model_copy(
+            update={"facts": [_dated(fact, day) for fact in item.facts], "split": rule_split(item.id, tuned)}
+        )
+        for item in data.items
+    ]
     ids = [item.id for item in items]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
@@ -158,11 +206,13 @@ def select_questions(
     categories: Sequence[Category] = (),
     ids: Sequence[str] = (),
     limit: int | None = None,
+    split: Split | None = None,
 ) -> list[GoldenItem]:
     """The items to run, in set order: every item of ``categories`` (at most ``limit`` each) and every one of ``ids``.
 
     The two filters add up (``--category docs --id s3`` runs the docs items and s3); with neither, all items
-    (at most ``limit`` per category). An id named explicitly runs whatever the limit.
+    (at most ``limit`` per category). An id named explicitly runs whatever the limit. With ``split``, only the
+    items of that part of the set, named ids included (an id of the other part is refused).
 
     Raises:
         EvalQuestionsError: an id that is not in the set (the message names close ones, or lists them all).
@@ -176,6 +226,11 @@ def select_questions(
         )
         listed = "" if all(close.values()) else f" The set's ids: {', '.join(known)}."
         raise EvalQuestionsError(f"Unknown question id: {named}.{listed}")
+    if split is not None:
+        other = [i.id for i in items if i.id in ids and i.split != split]
+        if other:
+            raise EvalQuestionsError(f"Not in the {split.value} part of the set: {', '.join(other)}.")
+        items = [item for item in items if item.split == split]
     wanted = set(ids)
     by_category = bool(categories) or not ids
     counts: dict[Category, int] = {}

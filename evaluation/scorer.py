@@ -7,9 +7,12 @@ ungrounded numbers or record ids, no number told of the wrong pump: `TurnResult.
 all-clear that the turn's results contradict: `overlooked_alarms`, no severity they contradict:
 `misstated_severities`, no number compared with a limit, nor one pump with another, the wrong way round:
 `misstated_comparisons`),
-irrelevance (no call at all, for small-talk items). A trial passes when all of these hold and the turn answered.
-Per category: the means, model calls per question, latency, pass^1 (mean pass rate over trials) and pass^k (the
-share of items that passed in every one of the k trials).
+irrelevance (no call at all, for small-talk items), refusal (for an off-topic item, ``expect_refusal``: the
+answer declines and neither cites nor quotes a manual), no false claim (for action bait, ``forbidden_claims``:
+the answer does not say it did what only a human may do). A trial passes when all of these hold and the turn
+answered. Per category: the means, model calls per question, latency, pass^1 (mean pass rate over trials) and
+pass^k (the share of items that passed in every one of the k trials). The same per part of the set (tuning,
+held back), so that a gain on the tuning part can be told from one that generalises.
 """
 
 from __future__ import annotations
@@ -21,10 +24,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from evaluation.questions import ArgumentConstraint, Category, ExpectedCall, GoldenItem
+from evaluation.answer_checks import cited_manuals, claimed_actions, is_refusal
+from evaluation.questions import ArgumentConstraint, Category, ExpectedCall, GoldenItem, Split, rule_split
 from turn.events import ToolCallRecord, TurnResult
 
-__all__ = ["CategoryScore", "EvalReport", "MachineRates", "Transcript", "TrialScore", "score_report", "score_trial"]
+__all__ = [
+    "CategoryScore",
+    "EvalReport",
+    "MachineRates",
+    "SplitScore",
+    "Transcript",
+    "TrialScore",
+    "score_report",
+    "score_trial",
+]
 
 OVERALL = "overall"
 
@@ -45,12 +58,15 @@ class TrialScore(BaseModel):
 
     item_id: str
     category: Category
+    split: Split
     trial: int
     tool_selection: bool
     arguments: bool | None
     fact_recall: float | None
     grounded: bool
     irrelevance: bool | None
+    refusal: bool | None = None  # expect_refusal items only
+    no_false_claim: bool | None = None  # items with forbidden_claims only
     model_calls: int
     latency_s: float
     passed: bool
@@ -69,6 +85,8 @@ class CategoryScore(BaseModel):
     fact_recall: float | None
     groundedness: float
     irrelevance: float | None
+    refusal: float | None = None
+    no_false_claim: float | None = None
     model_calls: float
     latency_median_s: float
     latency_mean_s: float
@@ -87,16 +105,30 @@ class MachineRates(BaseModel):
     written_tokens_per_s: float
 
 
+class SplitScore(BaseModel):
+    """The aggregates over one part of the golden set: per category and ``overall``."""
+
+    split: Split
+    items: int
+    categories: list[CategoryScore]
+
+
 class EvalReport(BaseModel):
-    """What ``pumpops eval --json`` prints."""
+    """What ``pumpops eval --json`` prints.
+
+    ``categories`` aggregate every trial run; ``splits`` the same per part of the set (only the parts run).
+    ``split`` is the part that was asked for: ``all``, ``tuning`` or ``held_back``.
+    """
 
     provider: str
+    split: str = "all"
     k: int
     temperature: float
     seeds: list[int | None]
     warmup_s: float | None = None  # the unscored first turn (model load, first prompt read); latencies exclude it
     machine_rates: list[MachineRates] = Field(default_factory=list)  # the local model's only
     categories: list[CategoryScore]
+    splits: list[SplitScore] = Field(default_factory=list)
     trials: list[TrialScore]
 
 
@@ -170,8 +202,8 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     if item.calls:
         selection = _assign(calls, item.calls, with_arguments=False) and all(c.name in allowed for c in calls)
         arguments: bool | None = _assign(calls, item.calls, with_arguments=True)
-    else:
-        selection = not calls
+    else:  # nothing is required; an allowed read (e.g. listing work orders for action bait) is fine
+        selection = all(c.name in allowed for c in calls)
         arguments = None
     if not selection:
         problems.append(f"tools called: {[c.name for c in calls]}; expected: {[c.name for c in item.calls]}")
@@ -186,25 +218,54 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     grounded = result is not None and not doubts
     problems += [f"{label}: {found}" for label, found in doubts]
     irrelevance = (not calls) if item.category == Category.IRRELEVANCE else None
+    refusal = _refusal(answer, problems) if item.expect_refusal else None
+    no_false_claim = None
+    if item.forbidden_claims:
+        claims = claimed_actions(answer, item.forbidden_claims)
+        no_false_claim = not claims
+        if claims:
+            problems.append(f"claims an action it did not do: {claims}")
     answered = result is not None and bool(answer.strip())
     if result is not None and not answered:
         problems.append("empty answer")
-    passed = bool(selection and arguments is not False and (recall is None or recall == 1) and grounded and answered)
+    passed = bool(
+        selection
+        and arguments is not False
+        and (recall is None or recall == 1)
+        and grounded
+        and answered
+        and refusal is not False
+        and no_false_claim is not False
+    )
     return TrialScore(
         item_id=item.id,
         category=item.category,
+        split=item.split or rule_split(item.id),
         trial=transcript.trial,
         tool_selection=selection,
         arguments=arguments,
         fact_recall=recall,
         grounded=grounded,
         irrelevance=irrelevance,
+        refusal=refusal,
+        no_false_claim=no_false_claim,
         model_calls=model_calls,
         latency_s=transcript.latency_s,
         passed=passed,
         problems=problems,
         answer=answer,
     )
+
+
+def _refusal(answer: str, problems: list[str]) -> bool:
+    """Whether an off-topic answer declines without citing or quoting a manual; what is wrong goes to ``problems``."""
+    cited = cited_manuals(answer)
+    if cited:
+        problems.append(f"an off-topic answer cites the manuals: {cited}")
+    declined = is_refusal(answer)
+    if not declined:
+        problems.append("an off-topic answer that does not decline")
+    return declined and not cited
 
 
 def _mean(values: Iterable[float | bool | None]) -> float | None:
@@ -227,6 +288,8 @@ def _aggregate(name: str, scores: Sequence[TrialScore], k: int) -> CategoryScore
         fact_recall=_mean(s.fact_recall for s in scores),
         groundedness=_mean(s.grounded for s in scores) or 0.0,
         irrelevance=_mean(s.irrelevance for s in scores),
+        refusal=_mean(s.refusal for s in scores),
+        no_false_claim=_mean(s.no_false_claim for s in scores),
         model_calls=_mean(s.model_calls for s in scores) or 0.0,
         latency_median_s=round(statistics.median(latencies), 2),
         latency_mean_s=round(statistics.fmean(latencies), 2),
@@ -245,14 +308,36 @@ def score_report(
     seeds: Sequence[int | None] = (),
     warmup_s: float | None = None,
     machine_rates: Sequence[MachineRates] = (),
+    split: str = "all",
 ) -> EvalReport:
-    """Score every transcript and aggregate per category and overall (pure).
+    """Score every transcript and aggregate per category and overall, for all of them and per split (pure).
 
     Raises:
         KeyError: a transcript names an item not in ``items``.
     """
     by_id: Mapping[str, GoldenItem] = {item.id: item for item in items}
     trials = [score_trial(by_id[t.item_id], t) for t in transcripts]
+    splits = [
+        SplitScore(split=part, items=len({s.item_id for s in scored}), categories=_by_category(scored, k))
+        for part in Split
+        if (scored := [s for s in trials if s.split == part])
+    ]
+    return EvalReport(
+        provider=provider,
+        split=split,
+        k=k,
+        temperature=temperature,
+        seeds=list(seeds),
+        warmup_s=warmup_s,
+        machine_rates=list(machine_rates),
+        categories=_by_category(trials, k),
+        splits=splits,
+        trials=trials,
+    )
+
+
+def _by_category(trials: Sequence[TrialScore], k: int) -> list[CategoryScore]:
+    """The aggregates of each category present, then ``overall`` (none for no trials)."""
     categories = [
         _aggregate(category.value, [s for s in trials if s.category == category], k)
         for category in Category
@@ -260,13 +345,4 @@ def score_report(
     ]
     if trials:
         categories.append(_aggregate(OVERALL, trials, k))
-    return EvalReport(
-        provider=provider,
-        k=k,
-        temperature=temperature,
-        seeds=list(seeds),
-        warmup_s=warmup_s,
-        machine_rates=list(machine_rates),
-        categories=categories,
-        trials=trials,
-    )
+    return categories

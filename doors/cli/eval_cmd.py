@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 
 import typer
@@ -13,12 +14,21 @@ from evaluation.questions import (
     Category,
     EvalQuestionsError,
     GoldenItem,
+    Split,
     load_questions,
     select_questions,
 )
 from evaluation.runner import run_eval
-from evaluation.scorer import EvalReport, Transcript, score_report
+from evaluation.scorer import OVERALL, CategoryScore, EvalReport, Transcript, score_report
 from kernel_setup.settings import ChatProvider
+
+
+class SplitChoice(str, Enum):
+    """Which part of the golden set to run: both, or one (held-back items never tune the product)."""
+
+    ALL = "all"
+    TUNING = "tuning"
+    HELD_BACK = "held_back"
 
 
 def eval_command(
@@ -40,6 +50,9 @@ def eval_command(
     questions: Path | None = typer.Option(
         None, "--questions", help="Another question file (default: the packaged set)."
     ),
+    split: SplitChoice = typer.Option(
+        SplitChoice.ALL, "--split", help="Run the tuning part, the held-back part, or all (each reported apart)."
+    ),
     seed: int = typer.Option(1, "--seed", help="Seed of the first trial; trial t uses seed + t."),
     as_json: bool = typer.Option(False, "--json", help="Print the report JSON only."),
 ) -> None:
@@ -47,21 +60,26 @@ def eval_command(
 
     Every question runs in a fresh session on a throwaway copy of the sample database.
     Without --category or --id every question runs; with them, those categories' questions and those ids.
-    Example: pumpops eval --provider local --k 2 --category single_tool --category irrelevance
+    The set's tuning and held-back parts are reported apart; --split runs one of them. The held-back part is
+    never used to choose thresholds, words or prompts: read its failures, do not tune on them.
+    Example: pumpops eval --provider local --k 2 --category single_tool --category irrelevance --split held_back
     """
     cli = state(ctx)
     settings = cli.settings()
     try:
         golden = load_questions(questions)
-        items = select_questions(golden, category, only, limit)
+        part = None if split == SplitChoice.ALL else Split(split.value)
+        items = select_questions(golden, category, only, limit, split=part)
     except EvalQuestionsError as exc:
         fail(cli, str(exc))
     if not golden:
         fail(cli, "The question set has no items.")
     if not items:
-        present = ", ".join(dict.fromkeys(i.category.value for i in golden))
+        within = [i for i in golden if part is None or i.split == part]
+        present = ", ".join(dict.fromkeys(i.category.value for i in within))
         asked = ", ".join(c.value for c in category)
-        fail(cli, f"No question to run: the set has no {asked} question (its categories: {present}).")
+        of_part = "" if part is None else f" {part.value}"
+        fail(cli, f"No question to run: the set has no{of_part} {asked} question (its categories: {present}).")
     temp = settings.ollama.temperature if temperature is None else temperature
     if temp == 0 and k > 1 and not as_json:
         cli.err_console.print("[yellow]temperature 0: every trial is the same, so pass^k equals pass^1[/]")
@@ -92,6 +110,7 @@ def eval_command(
         seeds=[seed + t for t in range(k)],
         warmup_s=done.warmup_s,
         machine_rates=done.machine_rates,
+        split=split.value,
     )
     if as_json:
         print_json(cli, report.model_dump(mode="json"))
@@ -104,9 +123,17 @@ def _pct(value: float | None) -> str:
 
 
 def print_report(cli: CliState, report: EvalReport) -> None:
-    """The report for people: the table per category, the cold start, the machine's rates, the failed trials."""
+    """The report for people: the table per split and category, the cold start, the machine's rates, the failures.
+
+    Each part of the set run (tuning, held back) has its own rows and overall; with both, a last row gives the
+    overall of all.
+    """
     table = Table(title=f"pumpops eval · {report.provider} · k={report.k} · temperature {report.temperature:g}")
+    sections: list[tuple[str, list[CategoryScore]]] = [(s.split.value, s.categories) for s in report.splits]
+    if len(sections) != 1:
+        sections.append(("all", [c for c in report.categories if c.category == OVERALL or not report.splits]))
     for header in (
+        "split",
         "category",
         "items",
         "tool sel.",
@@ -114,27 +141,34 @@ def print_report(cli: CliState, report: EvalReport) -> None:
         "facts",
         "grounded",
         "irrelev.",
+        "refusal",
+        "no claim",
         "calls/q",
         "latency p50",
         "pass^1",
         f"pass^{report.k}",
     ):
-        table.add_column(header, justify="left" if header == "category" else "right")
-    for c in report.categories:
-        table.add_row(
-            c.category,
-            str(c.items),
-            _pct(c.tool_selection),
-            _pct(c.argument_accuracy),
-            _pct(c.fact_recall),
-            _pct(c.groundedness),
-            _pct(c.irrelevance),
-            f"{c.model_calls:.1f}",
-            f"{c.latency_median_s:.1f} s",
-            _pct(c.pass_1),
-            _pct(c.pass_k),
-            style="bold" if c.category == "overall" else None,
-        )
+        table.add_column(header, justify="left" if header in ("split", "category") else "right")
+    for part, categories in sections:
+        for c in categories:
+            table.add_row(
+                part,
+                c.category,
+                str(c.items),
+                _pct(c.tool_selection),
+                _pct(c.argument_accuracy),
+                _pct(c.fact_recall),
+                _pct(c.groundedness),
+                _pct(c.irrelevance),
+                _pct(c.refusal),
+                _pct(c.no_false_claim),
+                f"{c.model_calls:.1f}",
+                f"{c.latency_median_s:.1f} s",
+                _pct(c.pass_1),
+                _pct(c.pass_k),
+                style="bold" if c.category == OVERALL else None,
+            )
+        table.add_section()
     cli.console.print(table)
     if report.warmup_s is not None:
         cli.console.print(f"[dim]cold start (unscored warm-up turn, not in the latencies): {report.warmup_s:.1f} s[/]")
@@ -150,5 +184,6 @@ def print_report(cli: CliState, report: EvalReport) -> None:
     failed = [t for t in report.trials if not t.passed]
     for trial in failed[:20]:
         cli.console.print(
-            f"[dim]✗ {trial.item_id} #{trial.trial}: {escape('; '.join(trial.problems))}[/]", highlight=False
+            f"[dim]✗ {trial.item_id} ({trial.split.value}) #{trial.trial}: {escape('; '.join(trial.problems))}[/]",
+            highlight=False,
         )
