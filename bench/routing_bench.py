@@ -35,7 +35,7 @@ from semantic_kernel.connectors.ai.function_calling_utils import (  # noqa: E402
 )
 from semantic_kernel.contents.chat_history import ChatHistory  # noqa: E402
 
-from chat.local.service import Route  # noqa: E402
+from chat.local.settings import Route  # noqa: E402
 from chat.provider import local_execution_settings, local_model_problem, local_service  # noqa: E402
 from chat.relevance import DomainRelevance  # noqa: E402
 from evaluation.questions import Split, load_questions  # noqa: E402

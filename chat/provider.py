@@ -28,7 +28,8 @@ from chat.factory import (
 )
 from chat.local.llama_check import self_test_verdict
 from chat.local.llama_engine import llama_available, load_engine
-from chat.local.service import LocalChatCompletion, LocalChatPromptExecutionSettings, Relevance
+from chat.local.service import LocalChatCompletion
+from chat.local.settings import LocalChatPromptExecutionSettings, Relevance
 from kernel_setup.settings import ChatProvider, Settings
 
 __all__ = [

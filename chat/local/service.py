@@ -47,32 +47,25 @@ service with a scripted engine.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import string
-import threading
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import Field, PrivateAttr
+from pydantic import PrivateAttr
 from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
-from semantic_kernel.connectors.ai.completion_usage import CompletionUsage
 from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
 from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
 from semantic_kernel.contents import AuthorRole
 from semantic_kernel.contents.chat_history import ChatHistory
 from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.function_call_content import FunctionCallContent
-from semantic_kernel.contents.function_result_content import FunctionResultContent
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.contents.streaming_text_content import StreamingTextContent
-from semantic_kernel.exceptions import ServiceResponseException
 from semantic_kernel.kernel import Kernel
 
 from chat.local.claim_check import data_claim, opening_complete
-from chat.local.compact import compact_json
 from chat.local.grammar import (
     NAME_OPENING,
     TOOL_CALL_CLOSE,
@@ -87,26 +80,19 @@ from chat.local.grammar import (
     tool_function,
     tool_name_grammar,
 )
+from chat.local.history import conversation_text, has_results, last_user_text, to_prompt_messages
+from chat.local.inference import Usage, generate
 from chat.local.llama_engine import CompletionEngine
 from chat.local.qwen_format import (
-    STOP_STRINGS,
     ParsedCall,
-    PromptMessage,
     parse_tool_calls,
     render_prompt,
     routing_prompt,
     strict_tool_calls,
 )
-from kernel_setup.filters.audit import STATUS_KEY
+from chat.local.settings import LocalChatPromptExecutionSettings, Relevance, Route
 from kernel_setup.shaping import (
-    NOTE_KEY,
-    STATUS_QUESTION,
     FenceScrubber,
-    fence,
-    parked_approval_id,
-    remark,
-    result_text,
-    unfence,
 )
 from plugins.declarations import traits_of
 
@@ -114,56 +100,10 @@ if TYPE_CHECKING:
     from semantic_kernel.connectors.ai.function_call_choice_configuration import FunctionCallChoiceConfiguration
     from semantic_kernel.connectors.ai.function_choice_type import FunctionChoiceType
 
-__all__ = ["LocalChatCompletion", "LocalChatPromptExecutionSettings", "Relevance", "Route"]
+__all__ = ["LocalChatCompletion"]
 
 MAX_PARALLEL_CALLS = 2
 ROUTE_TOKENS = 24
-
-
-class Relevance(Protocol):
-    """How close an operator's message is to what the tools answer, 0 (unrelated) to 1 (cosine similarity)."""
-
-    async def __call__(self, text: str, tools: Sequence[Mapping[str, Any]]) -> float:
-        """The relevance of ``text`` to ``tools`` (as advertised, in the function-calling format)."""
-        ...
-
-
-class LocalChatPromptExecutionSettings(PromptExecutionSettings):
-    """Request options for the in-process model."""
-
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    seed: int | None = None
-    max_tokens: int = Field(default=200, ge=1)
-    max_call_tokens: int = Field(default=200, ge=16)
-    routing: bool = True
-    tool_start_threshold: float = Field(default=-1.7, le=0.0)
-    relevance_threshold: float = Field(default=0.55, ge=0.0, le=1.0)
-    borderline_margin: float = Field(default=0.35, ge=0.0)
-    off_topic_relevance: float = Field(default=0.25, ge=0.0, le=1.0)
-    route_after_results: bool = False
-    claim_check: bool = True
-    tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
-    read_tools: list[str] | None = Field(default=None, exclude=True)
-    """The advertised tools declared reads (`traits_of`), set from the request's kernel; the claim check calls
-    only these (None: any advertised tool)."""
-
-
-@dataclass(frozen=True)
-class Route:
-    """Native routing's decision on a turn: whether it opens with a call, and the scores behind it."""
-
-    start: float  # the model's log-probability of opening its turn like a call
-    relevance: float | None  # the operator's message against the tools' subjects; measured only near the line
-    call: bool
-
-
-@dataclass
-class _Usage:
-    prompt: int = 0
-    completion: int = 0
-
-    def as_completion_usage(self) -> CompletionUsage:
-        return CompletionUsage(prompt_tokens=self.prompt, completion_tokens=self.completion)
 
 
 def _letters_marker() -> str:
@@ -269,71 +209,93 @@ class LocalChatCompletion(ChatCompletionClientBase):
             self._prompt_tools = tools
         # The tool list stays in the prompt even on a call without tools, so the cached prefix is reused.
         prompt = render_prompt(to_prompt_messages(chat_history, self._marker), self._prompt_tools)
-        usage = _Usage(prompt=await asyncio.to_thread(self._engine.count_tokens, prompt))
+        usage = Usage(prompt=await asyncio.to_thread(self._engine.count_tokens, prompt))
         last_role = chat_history.messages[-1].role if chat_history.messages else AuthorRole.USER
         # Tools are considered right after the user spoke; after tool results the model answers, unless
-        # `route_after_results` (measured: the 1.5B model then repeats its last call, a loop the runner stops).
+        # `route_after_results` (the 1.5B model then repeats its last call, a loop the runner stops).
         after_results = settings.routing and settings.route_after_results and last_role == AuthorRole.TOOL
         check_claims = False
         if tools and (last_role == AuthorRole.USER or after_results):
-            names = [str(t["function"]["name"]) for t in tools]
-            said = Mentions.of(_conversation_text(chat_history), nouns=enum_words(tools))
-            # Routing and calls are decoded greedily: sampling only added calls nobody asked for (a second,
-            # unrelated one) and varied arguments; the answer samples at the configured temperature.
-            greedy = settings.model_copy(update={"temperature": 0.0})
-            calls: list[ParsedCall] = []
-            if not settings.routing:
-                grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, said=said)
-                text = await self._text(prompt, grammar, settings.max_call_tokens, greedy, usage)
-                calls = parse_tool_calls(text, tools, said)
-            else:
-                # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
-                route = await self._route(prompt, chat_history, tools, settings)
-                if route is None:
-                    asking = routing_prompt(prompt, tools, _last_user_text(chat_history))
-                    choice = (await self._text(asking, route_grammar(names), ROUTE_TOKENS, greedy, usage)).strip()
-                    usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, asking) - usage.prompt)
-                    if choice in names:
-                        calls = await self._calls_of(prompt, choice, tools, said, greedy, usage)
-                elif route.call:
-                    usage.completion += 1
-                    # The call's fixed opening goes in the prompt (read in one batch). First the whole call
-                    # without a grammar, kept if the grammar would have allowed it (`strict_tool_calls`).
-                    free = await self._text(
-                        prompt + NAME_OPENING,
-                        None,
-                        settings.max_call_tokens,
-                        greedy,
-                        usage,
-                        call_hints(tools, said, identifiers(_last_user_text(chat_history))),
-                    )
-                    written = NAME_OPENING + free.rstrip()
-                    if not written.endswith(TOOL_CALL_CLOSE):
-                        # Its own closing tag is a special token, which reads back as no text.
-                        written += "\n" + TOOL_CALL_CLOSE
-                    calls = strict_tool_calls(written, tools, said, max_calls=MAX_PARALLEL_CALLS)
-                    if not calls:
-                        # Otherwise constrained: the name under a grammar of the names, then its arguments.
-                        calls = await self._named_calls(prompt, names, tools, said, greedy, usage)
-                else:
-                    usage.completion += 1
-                    check_claims = (
-                        settings.claim_check and last_role == AuthorRole.USER and not _has_results(chat_history)
-                    )
+            calls, answering = await self._opening(prompt, chat_history, tools, settings, usage)
             if calls:
                 yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
                 return
+            check_claims = (
+                answering and settings.claim_check and last_role == AuthorRole.USER and not has_results(chat_history)
+            )
+        async for pieces in self._answer(prompt, chat_history, tools, settings, usage, check_claims=check_claims):
+            if isinstance(pieces, list):
+                yield [self._calls_chunk(pieces, function_invoke_attempt, usage)]
+                return
+            yield [self._chunk([self._text_item(pieces)], function_invoke_attempt)]
+        yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
+
+    async def _opening(
+        self,
+        prompt: str,
+        chat_history: ChatHistory,
+        tools: Sequence[Mapping[str, Any]],
+        settings: LocalChatPromptExecutionSettings,
+        usage: Usage,
+    ) -> tuple[list[ParsedCall], bool]:
+        """The calls the turn opens with, and whether native routing chose to answer (no calls, no fallback)."""
+        names = [str(t["function"]["name"]) for t in tools]
+        said = Mentions.of(conversation_text(chat_history), nouns=enum_words(tools))
+        # Routing and calls are decoded greedily: sampling only added calls nobody asked for (a second,
+        # unrelated one) and varied arguments; the answer samples at the configured temperature.
+        greedy = settings.model_copy(update={"temperature": 0.0})
+        if not settings.routing:
+            grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, said=said)
+            text = await self._text(prompt, grammar, settings.max_call_tokens, greedy, usage)
+            return parse_tool_calls(text, tools, said), False
+        # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
+        route = await self._route(prompt, chat_history, tools, settings)
+        if route is None:
+            asking = routing_prompt(prompt, tools, last_user_text(chat_history))
+            choice = (await self._text(asking, route_grammar(names), ROUTE_TOKENS, greedy, usage)).strip()
+            usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, asking) - usage.prompt)
+            calls = await self._calls_of(prompt, choice, tools, said, greedy, usage) if choice in names else []
+            return calls, False
+        usage.completion += 1
+        if not route.call:
+            return [], True
+        # The call's fixed opening goes in the prompt (read in one batch). First the whole call without a grammar,
+        # kept if the grammar would have allowed it (`strict_tool_calls`).
+        hints = call_hints(tools, said, identifiers(last_user_text(chat_history)))
+        free = await self._text(prompt + NAME_OPENING, None, settings.max_call_tokens, greedy, usage, hints)
+        written = NAME_OPENING + free.rstrip()
+        if not written.endswith(TOOL_CALL_CLOSE):
+            written += "\n" + TOOL_CALL_CLOSE  # its own closing tag is a special token, which reads back as no text
+        calls = strict_tool_calls(written, tools, said, max_calls=MAX_PARALLEL_CALLS)
+        # Otherwise constrained: the name under a grammar of the names, then its arguments.
+        return calls or await self._named_calls(prompt, names, tools, said, greedy, usage), False
+
+    async def _answer(
+        self,
+        prompt: str,
+        chat_history: ChatHistory,
+        tools: Sequence[Mapping[str, Any]],
+        settings: LocalChatPromptExecutionSettings,
+        usage: Usage,
+        *,
+        check_claims: bool,
+    ) -> AsyncGenerator[str | list[ParsedCall], None]:
+        """The answer's pieces; with ``check_claims``, calls instead when its opening speaks for data it never read.
+
+        Routing chose to answer, and nothing has been read yet: the opening is held back until it can be judged. One
+        that vouches for the plant or names a tool (`data_claim`) shows the model took the question to need data
+        ("Anything wrong?" -> "No problems."): a read is called instead (its name and arguments under grammars).
+        """
 
         def answering() -> AsyncGenerator[str, None]:
-            pieces = self._generate(prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1)
+            pieces = generate(
+                self._engine, prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1
+            )
             return _without_fences(pieces)
 
         answer = answering()
         held: list[str] = []
         if check_claims:
-            # Routing chose to answer, and nothing has been read yet: the opening is held back until it can be
-            # judged. One that vouches for the plant or names a tool (`data_claim`) shows the model took the
-            # question to need data ("Anything wrong?" -> "No problems."): the turn calls a tool instead.
             cut = False
             opening = ""
             async for piece in answer:
@@ -342,22 +304,24 @@ class LocalChatCompletion(ChatCompletionClientBase):
                 if opening_complete(opening, len(held)):
                     cut = True
                     break
-            if data_claim(opening, names, asked=_last_user_text(chat_history)) is not None:
+            names = [str(t["function"]["name"]) for t in tools]
+            if data_claim(opening, names, asked=last_user_text(chat_history)) is not None:
                 await answer.aclose()
                 if cut:  # a finished answer has counted its pieces already
                     usage.completion += len(held)
+                said = Mentions.of(conversation_text(chat_history), nouns=enum_words(tools))
+                greedy = settings.model_copy(update={"temperature": 0.0})
                 calls = await self._read_calls(prompt, tools, said, settings, greedy, usage)
                 if calls:
-                    yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
+                    yield calls
                     return
                 # No call could be written after all: the answer is generated afresh, nothing is cut short.
                 held = []
                 answer = answering()
         for piece in held:
-            yield [self._chunk([self._text_item(piece)], function_invoke_attempt)]
+            yield piece
         async for piece in answer:
-            yield [self._chunk([self._text_item(piece)], function_invoke_attempt)]
-        yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
+            yield piece
 
     async def route(self, chat_history: ChatHistory, settings: LocalChatPromptExecutionSettings) -> Route | None:
         """How native routing decides the next turn of ``chat_history`` with ``settings.tools``; None without a scorer.
@@ -407,7 +371,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
         tools: Sequence[Mapping[str, Any]],
         said: Mentions,
         greedy: LocalChatPromptExecutionSettings,
-        usage: _Usage,
+        usage: Usage,
     ) -> list[ParsedCall]:
         """A call written under grammars: the name among ``names`` (the advertised tools'), then its arguments."""
         named = await self._text(prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage)
@@ -421,7 +385,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
         said: Mentions,
         settings: LocalChatPromptExecutionSettings,
         greedy: LocalChatPromptExecutionSettings,
-        usage: _Usage,
+        usage: Usage,
     ) -> list[ParsedCall]:
         """A call among the reads (`read_tools`; all tools when unknown), its name and arguments under grammars.
 
@@ -438,7 +402,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
         tools: Sequence[Mapping[str, Any]],
         said: Mentions,
         greedy: LocalChatPromptExecutionSettings,
-        usage: _Usage,
+        usage: Usage,
     ) -> list[ParsedCall]:
         """The calls that open with ``choice``: its arguments (and any second call) under the tools' grammar."""
         head = call_prefix(choice)
@@ -449,7 +413,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
     def _text_item(self, piece: str) -> StreamingTextContent:
         return StreamingTextContent(choice_index=0, text=piece, ai_model_id=self.ai_model_id)
 
-    def _calls_chunk(self, calls: Sequence[ParsedCall], attempt: int, usage: _Usage) -> StreamingChatMessageContent:
+    def _calls_chunk(self, calls: Sequence[ParsedCall], attempt: int, usage: Usage) -> StreamingChatMessageContent:
         items = [
             FunctionCallContent(
                 ai_model_id=self.ai_model_id,
@@ -463,7 +427,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
         return self._chunk(items, attempt, usage=usage, finish="tool_calls")
 
     def _chunk(
-        self, items: list[Any], attempt: int, *, usage: _Usage | None = None, finish: str | None = None
+        self, items: list[Any], attempt: int, *, usage: Usage | None = None, finish: str | None = None
     ) -> StreamingChatMessageContent:
         metadata = {"usage": usage.as_completion_usage()} if usage is not None else {}
         return StreamingChatMessageContent(
@@ -482,158 +446,16 @@ class LocalChatCompletion(ChatCompletionClientBase):
         grammar: str | None,
         max_tokens: int,
         settings: LocalChatPromptExecutionSettings,
-        usage: _Usage,
+        usage: Usage,
         hints: Sequence[str] = (),
     ) -> str:
-        pieces = self._generate(prompt, grammar, max_tokens, settings, usage, hints=hints)
+        pieces = generate(self._engine, prompt, grammar, max_tokens, settings, usage, hints=hints)
         return "".join([piece async for piece in pieces])
-
-    async def _generate(
-        self,
-        prompt: str,
-        grammar: str | None,
-        max_tokens: int,
-        settings: LocalChatPromptExecutionSettings,
-        usage: _Usage,
-        *,
-        grammar_tokens: int | None = None,
-        hints: Sequence[str] = (),
-    ) -> AsyncGenerator[str, None]:
-        """Run one blocking completion in a worker thread, yielding its pieces as they arrive."""
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        cancelled = threading.Event()
-
-        def post(kind: str, value: Any) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
-
-        def work() -> None:
-            pieces = 0
-            try:
-                stream = self._engine.complete(
-                    prompt,
-                    grammar=grammar,
-                    max_tokens=max_tokens,
-                    temperature=settings.temperature,
-                    seed=settings.seed,
-                    stop=STOP_STRINGS,
-                    grammar_tokens=grammar_tokens,
-                    hints=hints,
-                )
-                try:
-                    for piece in stream:
-                        pieces += 1
-                        post("piece", piece)
-                        if cancelled.is_set():
-                            break
-                finally:
-                    close = getattr(stream, "close", None)
-                    if close is not None:
-                        close()
-            except Exception as exc:  # handed to the event loop, re-raised there
-                post("error", exc)
-            finally:
-                post("done", pieces)
-
-        worker = asyncio.ensure_future(asyncio.to_thread(work))
-        try:
-            while True:
-                kind, value = await queue.get()
-                if kind == "piece":
-                    yield value
-                elif kind == "error":
-                    if isinstance(value, ServiceResponseException):
-                        raise value
-                    raise ServiceResponseException(f"The local model failed: {value}") from value
-                else:
-                    usage.completion += int(value)
-                    break
-        finally:
-            cancelled.set()
-            await worker  # the thread stops after its current token; nothing outlives the call
-
-
-def to_prompt_messages(chat_history: ChatHistory, marker: str) -> list[PromptMessage]:
-    """SK's chat history in the model's terms: calls with their full names, results as compact text.
-
-    Fences, in the system prompt and around results, carry ``marker`` whatever turn drew them.
-    """
-    out: list[PromptMessage] = []
-    for message in chat_history.messages:
-        if message.role == AuthorRole.TOOL:
-            for item in message.items:
-                if isinstance(item, FunctionResultContent):
-                    metadata = item.metadata or {}  # set by the runner
-                    parked = metadata.get(STATUS_KEY) == "pending_approval"
-                    raw = result_text(item.result)
-                    text = compact_result(raw, marker)
-                    approval = parked_approval_id(raw) if parked else ""
-                    status_question = metadata.get(NOTE_KEY) == STATUS_QUESTION
-                    out.append(
-                        PromptMessage(
-                            role="tool",
-                            content=text,
-                            parked=parked,
-                            approval_id=approval,
-                            status_question=status_question,
-                        )
-                    )
-            continue
-        if message.role == AuthorRole.ASSISTANT:
-            calls = [
-                (item.name or item.function_name, _arguments(item.arguments))
-                for item in message.items
-                if isinstance(item, FunctionCallContent)
-            ]
-            out.append(PromptMessage(role="assistant", content=message.content or "", tool_calls=calls))
-            continue
-        if message.role in (AuthorRole.SYSTEM, AuthorRole.DEVELOPER):
-            out.append(PromptMessage(role="system", content=remark(message.content or "", marker)))
-        else:
-            out.append(PromptMessage(role="user", content=message.content or ""))
-    return out
-
-
-def compact_result(text: str, marker: str) -> str:
-    """A tool result as the local model reads it: JSON as compact text (`compact_json`), fenced again.
-
-    The data is decoded before it is re-rendered, so it is fenced anew under ``marker`` (which
-    neutralises any fence words the decoding revealed, and removes ``marker`` from the data).
-    """
-    fenced = unfence(text)
-    if fenced is None:
-        return compact_json(text)
-    return fence(compact_json(fenced[1]), marker)
-
-
-def _conversation_text(chat_history: ChatHistory) -> str:
-    """What the operator and the assistant said (not the system prompt, not tool results): what arguments may cite."""
-    spoken = (AuthorRole.USER, AuthorRole.ASSISTANT)
-    return "\n".join(m.content or "" for m in chat_history.messages if m.role in spoken and m.content)
-
-
-def _has_results(chat_history: ChatHistory) -> bool:
-    """Whether any tool result is in the conversation."""
-    return any(isinstance(item, FunctionResultContent) for m in chat_history.messages for item in m.items)
 
 
 def _reads(tools: Sequence[Mapping[str, Any]], settings: LocalChatPromptExecutionSettings) -> list[Mapping[str, Any]]:
     """The ``tools`` the kernel declares reads (`read_tools`); all of them when that is unknown."""
     return [t for t in tools if settings.read_tools is None or tool_function(t).get("name") in settings.read_tools]
-
-
-def _last_user_text(chat_history: ChatHistory) -> str:
-    return next((m.content or "" for m in reversed(chat_history.messages) if m.role == AuthorRole.USER), "")
-
-
-def _arguments(raw: Any) -> Mapping[str, Any]:
-    if isinstance(raw, Mapping):
-        return raw
-    try:
-        value = json.loads(raw or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 async def _without_fences(pieces: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:

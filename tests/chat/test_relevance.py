@@ -5,7 +5,7 @@ from typing import Any
 
 from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
 
-from chat.local.service import LocalChatPromptExecutionSettings
+from chat.local.settings import LocalChatPromptExecutionSettings
 from chat.relevance import DomainRelevance
 from kernel_setup import AppContext
 from memory import DocumentIndex, IndexConfig, IngestManifest, ingest

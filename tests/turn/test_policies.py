@@ -16,7 +16,8 @@ from typing import Any, Protocol
 import pytest
 
 from chat.local.qwen_format import STATUS_NOTE
-from chat.local.service import LocalChatCompletion, LocalChatPromptExecutionSettings
+from chat.local.service import LocalChatCompletion
+from chat.local.settings import LocalChatPromptExecutionSettings
 from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL

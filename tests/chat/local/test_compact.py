@@ -4,7 +4,7 @@ import json
 import re
 
 from chat.local.compact import compact_json
-from chat.local.service import compact_result
+from chat.local.history import compact_result
 from kernel_setup.shaping import fence, unfence
 
 DETAILS = {

@@ -12,11 +12,8 @@ import pytest
 from semantic_kernel.contents.chat_history import ChatHistory
 
 from chat.local.qwen_format import PARKED_NOTE
-from chat.local.service import (
-    LocalChatCompletion,
-    LocalChatPromptExecutionSettings,
-    Route,
-)
+from chat.local.service import LocalChatCompletion
+from chat.local.settings import LocalChatPromptExecutionSettings, Route
 from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import fence, parked_approval_id
