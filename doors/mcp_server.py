@@ -6,6 +6,8 @@ checking is ours: a `tools/call` goes to `kernel.invoke` with the client's raw a
 argument filter types or refuses it exactly as for the chat. Calls refused before the kernel (an
 unknown tool, arguments that are not an object) are recorded with `AuditLog.record_rejected`.
 
+Over HTTP the Host and Origin headers are always checked (`doors.mcp_transport.transport_security`).
+
 The server trusts its transport: the client name in the principal is what the client says it is.
 Over HTTP it listens on loopback unless told otherwise; anything else belongs behind an
 authenticating proxy.
@@ -31,7 +33,6 @@ from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from semantic_kernel.functions import KernelArguments
@@ -39,6 +40,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from core.errors import PumpOpsError
+from doors.mcp_transport import transport_security
 from governance.identity import CallContext, acting_as
 from kernel_setup.app import AppContext
 from kernel_setup.direct_calls import pumpops_cause, resolve_function, tool_definitions
@@ -166,18 +168,13 @@ async def serve_stdio(app: AppContext) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def http_app(app: AppContext, *, loopback_only: bool = True) -> Starlette:
-    """A Starlette app serving streamable HTTP MCP at ``/mcp``.
+def http_app(app: AppContext, host: str, port: int) -> Starlette:
+    """A Starlette app serving streamable HTTP MCP at ``/mcp`` for a server listening on ``host:port``.
 
-    With ``loopback_only`` the Host and Origin headers must name a loopback address (DNS-rebinding
-    protection); a server exposed through a proxy sees the proxy's host names, so it is off then.
+    The Host and Origin headers must name a loopback address, ``host:port`` itself, or an entry of
+    ``Mcp.AllowedHosts`` / ``Mcp.AllowedOrigins`` (DNS-rebinding protection, whatever the address).
     """
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    if loopback_only:
-        security = TransportSecuritySettings(
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
+    security = transport_security(host, port, app.settings.mcp)
     manager = StreamableHTTPSessionManager(app=PumpOpsMcpServer(app), security_settings=security)
 
     @asynccontextmanager
@@ -188,17 +185,15 @@ def http_app(app: AppContext, *, loopback_only: bool = True) -> Starlette:
     return Starlette(routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lifespan)
 
 
-def http_server(app: AppContext, host: str, port: int, *, loopback_only: bool = True) -> uvicorn.Server:
+def http_server(app: AppContext, host: str, port: int) -> uvicorn.Server:
     """A uvicorn server for `http_app` on ``host:port``; ``serve()`` runs it until ``should_exit`` is set."""
-    config = uvicorn.Config(
-        http_app(app, loopback_only=loopback_only), host=host, port=port, log_level="warning", lifespan="on"
-    )
+    config = uvicorn.Config(http_app(app, host, port), host=host, port=port, log_level="warning", lifespan="on")
     return uvicorn.Server(config)
 
 
-async def serve_http(app: AppContext, host: str, port: int, *, loopback_only: bool = True) -> None:
+async def serve_http(app: AppContext, host: str, port: int) -> None:
     """Serve streamable HTTP MCP on ``host:port`` until interrupted."""
-    await http_server(app, host, port, loopback_only=loopback_only).serve()
+    await http_server(app, host, port).serve()
 
 
 async def _screen_calls(

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 from doors.cli import main as cli_main
 from doors.cli.mcp_cmd import is_loopback, mcp_command
 from doors.mcp_server import PumpOpsMcpServer, http_server
-from kernel_setup import AppContext
+from kernel_setup import AppContext, load_settings, open_app
 from kernel_setup.direct_calls import resolve_function, tool_definitions
 from plugins.declarations import traits_of
 
@@ -40,6 +40,13 @@ CLI_CODE = (
     "import typer; from doors.cli import main; from doors.cli.mcp_cmd import mcp_command; "
     "app = typer.Typer(); app.callback()(main.root); app.command('mcp')(mcp_command); app()"
 )
+
+
+def initialize_text(request_id: int = 1) -> str:
+    params = types.InitializeRequestParams(
+        protocolVersion=types.LATEST_PROTOCOL_VERSION, capabilities=types.ClientCapabilities(), clientInfo=CLIENT
+    ).model_dump(by_alias=True, exclude_none=True)
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params})
 
 
 def audit_rows(db_path: Path) -> list[dict[str, Any]]:
@@ -231,31 +238,48 @@ async def test_a_status_reported_by_a_filter_reaches_the_client_in_meta(app: App
 # --- streamable HTTP ---------------------------------------------------------------------------------------
 
 
-async def test_http_server_on_loopback_answers_tools_list_and_records_the_mcp_session(app: AppContext) -> None:
+@asynccontextmanager
+async def serving(app: AppContext, address: str = "127.0.0.1", *, told: str | None = None) -> AsyncIterator[str]:
+    """A real HTTP server on ``address`` and an ephemeral port; yields its /mcp URL.
+
+    ``told`` is the address the server is built for when it differs from the one the test binds (tests bind
+    loopback only; the server's header checks follow the address it is told, as `pumpops mcp --host` does).
+    """
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()  # connections queue here until uvicorn accepts them: no start-up race
-    port = listener.getsockname()[1]
-    server = http_server(app, "127.0.0.1", port)
     try:
+        listener.bind((address, 0))
+        listener.listen()  # connections queue here until uvicorn accepts them: no start-up race
+        port = listener.getsockname()[1]
+        server = http_server(app, told or address, port)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(lambda: server.serve(sockets=[listener]))
             with anyio.fail_after(WAIT):
-                async with (
-                    streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, session_id),
-                    ClientSession(read, write, client_info=CLIENT) as session,
-                ):
-                    await session.initialize()
-                    listed = (await session.list_tools()).tools
-                    result = await session.call_tool("assets-get_pump_details", {"pump_id": "PUMP-007"})
-                    mcp_session = session_id()
-                async with httpx.AsyncClient() as plain:
-                    rebinding = await plain.post(
-                        f"http://127.0.0.1:{port}/mcp", headers={"Host": "evil.example"}, json={}
-                    )
+                yield f"http://{address}:{port}/mcp"
             server.should_exit = True
     finally:
         listener.close()
+
+
+async def post_text(
+    http: httpx.AsyncClient, url: str, body: str, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    """POST ``body`` as written, with the headers a streamable HTTP client sends."""
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    return await http.post(url, content=body.encode("utf-8"), headers={**accept, **(headers or {})})
+
+
+async def test_http_server_on_loopback_answers_tools_list_and_records_the_mcp_session(app: AppContext) -> None:
+    async with serving(app) as url:
+        async with (
+            streamable_http_client(url) as (read, write, session_id),
+            ClientSession(read, write, client_info=CLIENT) as session,
+        ):
+            await session.initialize()
+            listed = (await session.list_tools()).tools
+            result = await session.call_tool("assets-get_pump_details", {"pump_id": "PUMP-007"})
+            mcp_session = session_id()
+        async with httpx.AsyncClient() as plain:
+            rebinding = await plain.post(url, headers={"Host": "evil.example"}, json={})
 
     assert {"assets-get_pump_details", "docs-search_documentation"} <= {tool.name for tool in listed}
     assert result.structuredContent is not None and result.structuredContent["pump_id"] == "PUMP-007"
@@ -263,6 +287,48 @@ async def test_http_server_on_loopback_answers_tools_list_and_records_the_mcp_se
     assert (row.principal, row.door, row.session) == (PRINCIPAL, "mcp", mcp_session)
     assert mcp_session
     assert rebinding.status_code == 421  # a foreign Host header is refused (DNS-rebinding protection)
+
+
+async def test_a_server_for_any_address_keeps_host_and_origin_checks_and_accepts_the_allowed_names(
+    tmp_path: Path,
+) -> None:
+    settings_path = tmp_path / "remote.json"
+    mcp = {"AllowedHosts": ["pumps.example.com"], "AllowedOrigins": ["https://ops.example.com"]}
+    settings_path.write_text(json.dumps({"Database": {"Path": "r.db"}, "Qdrant": {"Path": ":memory:"}, "Mcp": mcp}))
+    async with open_app(load_settings(settings_path, env={})) as app, serving(app, told="0.0.0.0") as url:
+        port = url.split(":")[2].split("/")[0]
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+
+            async def status(**headers: str) -> int:
+                return (await post_text(http, url, initialize_text(), headers)).status_code
+
+            foreign_host = await status(Host="evil.example")
+            foreign_origin = await status(Origin="https://evil.example")
+            proxy_name = await status(Host="pumps.example.com")
+            proxy_name_and_port = await status(Host="pumps.example.com:8443")
+            allowed_origin = await status(Host="pumps.example.com", Origin="https://ops.example.com")
+            bound_address = await status(Host=f"0.0.0.0:{port}")
+
+    assert (foreign_host, foreign_origin) == (421, 403)  # DNS-rebinding protection stays on off loopback
+    assert (proxy_name, proxy_name_and_port, allowed_origin, bound_address) == (200, 200, 200, 200)
+
+
+async def test_a_server_on_another_loopback_address_answers_clients_that_name_it(app: AppContext) -> None:
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        probe.bind(("127.0.0.2", 0))
+    except OSError:
+        pytest.skip("127.0.0.2 is not a loopback address on this machine")
+    finally:
+        probe.close()
+    async with (
+        serving(app, "127.0.0.2") as url,
+        streamable_http_client(url) as (read, write, _),
+        ClientSession(read, write, client_info=CLIENT) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool("assets-get_pump_details", {"pump_id": "PUMP-007"})
+    assert result.structuredContent is not None and result.structuredContent["pump_id"] == "PUMP-007"
 
 
 # --- the command line --------------------------------------------------------------------------------------
