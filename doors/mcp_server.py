@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -40,7 +41,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from core.errors import PumpOpsError
-from doors.mcp_transport import transport_security
+from doors.mcp_transport import listen, transport_security
 from governance.identity import CallContext, acting_as
 from kernel_setup.app import AppContext
 from kernel_setup.direct_calls import pumpops_cause, resolve_function, tool_definitions
@@ -191,9 +192,13 @@ def http_server(app: AppContext, host: str, port: int) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
-async def serve_http(app: AppContext, host: str, port: int) -> None:
-    """Serve streamable HTTP MCP on ``host:port`` until interrupted."""
-    await http_server(app, host, port).serve()
+async def serve_http(app: AppContext, host: str, port: int, *, listeners: list[socket.socket] | None = None) -> None:
+    """Serve streamable HTTP MCP on ``host:port`` until interrupted, on ``listeners`` when already bound (`listen`).
+
+    Raises:
+        McpListenError: without ``listeners``, the port is in use or the address is not this machine's.
+    """
+    await http_server(app, host, port).serve(sockets=listeners if listeners is not None else listen(host, port))
 
 
 async def _screen_calls(

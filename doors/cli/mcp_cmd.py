@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Coroutine
 from typing import Any
 
@@ -10,8 +11,9 @@ import typer
 
 from doors.cli.common import CliState, fail, run, state
 from doors.mcp_server import MCP_PATH, serve_http, serve_stdio
-from doors.mcp_transport import url_host
+from doors.mcp_transport import listen, url_host
 from kernel_setup.app import open_app
+from kernel_setup.errors import McpListenError
 from kernel_setup.settings import Settings
 
 REMOTE_WARNING = (
@@ -71,8 +73,11 @@ def mcp_command(
         cli.err_console.print(
             f"[bold yellow]warning:[/] {REMOTE_WARNING.format(address=address)} {hosts}", highlight=False
         )
-    cli.err_console.print(f"PumpOps MCP server (streamable HTTP) on http://{address}{MCP_PATH}", highlight=False)
-    _serve(cli, _http(settings, bind_host, bind_port))
+    try:  # bound before anything claims to serve, so a busy port is one clear error (exit 2)
+        listeners = listen(bind_host, bind_port)
+    except McpListenError as exc:
+        fail(cli, str(exc))
+    _serve(cli, _http(cli, settings, listeners, bind_host, bind_port))
 
 
 def is_loopback(host: str) -> bool:
@@ -97,6 +102,12 @@ async def _stdio(settings: Settings) -> None:
         await serve_stdio(app)
 
 
-async def _http(settings: Settings, host: str, port: int) -> None:
-    async with open_app(settings) as app:
-        await serve_http(app, host, port)
+async def _http(cli: CliState, settings: Settings, listeners: list[socket.socket], host: str, port: int) -> None:
+    try:
+        async with open_app(settings) as app:
+            url = f"http://{url_host(host)}:{port}{MCP_PATH}"
+            cli.err_console.print(f"PumpOps MCP server (streamable HTTP) on {url}", highlight=False)
+            await serve_http(app, host, port, listeners=listeners)
+    finally:
+        for listener in listeners:
+            listener.close()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sqlite3
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -47,6 +49,11 @@ def initialize_text(request_id: int = 1) -> str:
         protocolVersion=types.LATEST_PROTOCOL_VERSION, capabilities=types.ClientCapabilities(), clientInfo=CLIENT
     ).model_dump(by_alias=True, exclude_none=True)
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": params})
+
+
+def clean_env() -> dict[str, str]:
+    """This environment without PUMPOPS_ overrides, so a server subprocess reads only the test's settings file."""
+    return {k: v for k, v in os.environ.items() if not k.upper().startswith("PUMPOPS_")}
 
 
 def audit_rows(db_path: Path) -> list[dict[str, Any]]:
@@ -370,3 +377,19 @@ def test_host_and_port_apply_to_http_only(settings_file: Path) -> None:
 )
 def test_loopback_means_localhost_and_loopback_addresses_only(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+def test_a_port_in_use_exits_2_with_one_line_saying_how_to_choose_another(settings_file: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-c", CLI_CODE, "--settings", str(settings_file), "mcp", "--http"]
+        finished = subprocess.run(
+            [*command, "--port", str(port)], cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=WAIT
+        )
+    lines = [line for line in finished.stderr.splitlines() if line.strip()]
+    assert finished.returncode == 2, finished.stderr
+    assert len(lines) == 1, lines
+    assert f"Port {port} is already in use" in lines[0] and "--port" in lines[0] and "Mcp.Port" in lines[0]
+    assert "streamable HTTP" not in finished.stderr + finished.stdout  # it never claimed to serve
