@@ -4,7 +4,8 @@ Built on the SDK's low-level `Server`, so the tool list is `tool_definitions` ve
 checking is ours: a `tools/call` goes to `kernel.invoke` with the client's raw arguments, inside
 `acting_as(CallContext(principal="mcp:<client>", door="mcp"))`, so the audit filter records it and the
 argument filter types or refuses it exactly as for the chat. Calls refused before the kernel (an
-unknown tool, arguments that are not an object) are recorded with `AuditLog.record_rejected`.
+unknown tool, arguments that are not an object or that JSON-RPC cannot carry to the kernel as sent: a
+non-finite number) are recorded with `AuditLog.record_rejected`.
 
 Over HTTP the Host and Origin headers are always checked (`doors.mcp_transport.transport_security`).
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -112,7 +114,10 @@ class PumpOpsMcpServer(Server[None, Any]):
     ) -> types.CallToolResult:
         """Invoke the tool ``name`` through the kernel as the current caller; failures become ``isError`` results."""
         if malformed is not None:
-            return await self._reject(name, {"raw": malformed.get("arguments")}, str(malformed.get("reason")))
+            recorded = malformed.get("arguments")
+            return await self._reject(
+                name, recorded if isinstance(recorded, Mapping) else {"raw": recorded}, str(malformed.get("reason"))
+            )
         try:
             function = resolve_function(self._app.kernel, name)
         except ToolCallError as exc:
@@ -205,7 +210,7 @@ async def _screen_calls(
     source: MemoryObjectReceiveStream[SessionMessage | Exception],
     sink: MemoryObjectSendStream[SessionMessage | Exception],
 ) -> None:
-    """Forward messages, rewriting ``tools/call`` params the SDK would refuse into a marked call we answer."""
+    """Forward messages, rewriting ``tools/call`` params the SDK would refuse or mangle into a marked call we answer."""
     async with source, sink:
         try:
             async for message in source:
@@ -222,19 +227,77 @@ def _screen(message: SessionMessage | Exception) -> SessionMessage | Exception:
         return message
     params = dict(request.params or {})
     params.pop(_MALFORMED, None)  # only we set it
+    raw_name, raw_arguments = params.get("name"), params.get("arguments")
     try:
         types.CallToolRequestParams.model_validate(params)
     except ValidationError:
-        raw_name, raw_arguments = params.get("name"), params.get("arguments")
-        marked: dict[str, Any] = {
-            "name": raw_name if isinstance(raw_name, str) else "",
-            _MALFORMED: {"arguments": raw_arguments, "reason": _malformed_reason(raw_name, raw_arguments)},
-        }
-        if isinstance(params.get("_meta"), dict):
-            marked["_meta"] = params["_meta"]
-        params = marked
+        params = _marked(params, {"raw": raw_arguments}, _malformed_reason(raw_name, raw_arguments))
+    else:
+        problem = _uncarried(str(raw_name), params)
+        if problem is not None:
+            params = _marked(params, _recordable(raw_arguments or {}), problem)
     screened = request.model_copy(update={"params": params})
     return SessionMessage(types.JSONRPCMessage(screened), message.metadata)
+
+
+def _marked(params: Mapping[str, Any], recorded: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """Params for a call answered with ``reason`` as an error and audited with ``recorded`` as its arguments."""
+    name = params.get("name")
+    marked: dict[str, Any] = {
+        "name": name if isinstance(name, str) else "",
+        _MALFORMED: {"arguments": recorded, "reason": reason},
+    }
+    if isinstance(params.get("_meta"), dict):
+        marked["_meta"] = params["_meta"]
+    return marked
+
+
+def _uncarried(name: str, params: Mapping[str, Any]) -> str | None:
+    """Why a well-formed call's arguments cannot reach the kernel as sent, naming the argument; None when they can.
+
+    The SDK re-serializes a request before its handler sees it, turning a non-finite number into null (which then
+    means "use the default").
+    """
+    arguments: Mapping[str, Any] = params.get("arguments") or {}
+    for key, value in arguments.items():
+        found = _non_finite(value, str(key))
+        if found is not None:
+            path, number = found
+            if math.isnan(number):
+                return f"{name}: {path} must be a finite number; got NaN, which is not JSON. Send a finite value."
+            return (
+                f"{name}: {path} must be a finite number; got {'-' if number < 0 else ''}infinity (a JSON number "
+                "past ±1.8e308, such as 1e999, overflows). Send a finite value."
+            )
+    return None
+
+
+def _non_finite(value: Any, path: str) -> tuple[str, float] | None:
+    """The path and value of the first infinite or NaN number in ``value``, e.g. ``('filters[0].limit', inf)``."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    if isinstance(value, dict):
+        items: Any = ((f"{path}.{key}", item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for child_path, child in items:
+        found = _non_finite(child, child_path)
+        if found is not None:
+            return found
+    return None
+
+
+def _recordable(value: Any) -> Any:
+    """``value`` with each non-finite number as its text (``inf``, as the audit log writes it), so it survives JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _recordable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_recordable(item) for item in value]
+    return value
 
 
 def _malformed_reason(name: object, arguments: object) -> str:

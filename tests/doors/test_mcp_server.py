@@ -8,7 +8,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,17 @@ CLI_CODE = (
     "import typer; from doors.cli import main; from doors.cli.mcp_cmd import mcp_command; "
     "app = typer.Typer(); app.callback()(main.root); app.command('mcp')(mcp_command); app()"
 )
+
+
+Post = Callable[[str], Awaitable[tuple[int, dict[str, Any]]]]
+
+
+def call_text(request_id: int, name: str, arguments: str) -> str:
+    """A tools/call request as JSON text, with the arguments object written out as given."""
+    return (
+        f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", '
+        f'"params": {{"name": "{name}", "arguments": {arguments}}}}}'
+    )
 
 
 def initialize_text(request_id: int = 1) -> str:
@@ -267,12 +278,40 @@ async def serving(app: AppContext, address: str = "127.0.0.1", *, told: str | No
         listener.close()
 
 
+def json_rpc_reply(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC message of a streamable HTTP reply, whether sent as JSON or as an event stream."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+        return json.loads(next(d for d in reversed(data) if d))
+    return response.json() if response.content else {}
+
+
 async def post_text(
     http: httpx.AsyncClient, url: str, body: str, headers: dict[str, str] | None = None
 ) -> httpx.Response:
     """POST ``body`` as written, with the headers a streamable HTTP client sends."""
     accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     return await http.post(url, content=body.encode("utf-8"), headers={**accept, **(headers or {})})
+
+
+@asynccontextmanager
+async def raw_session(url: str) -> AsyncIterator[Post]:
+    """An initialized MCP session that posts JSON-RPC text as written (the SDK client cannot send 1e999)."""
+    async with httpx.AsyncClient(timeout=WAIT) as http:
+        init = await post_text(http, url, initialize_text())
+        assert init.status_code == 200, init.text
+        session = {
+            "mcp-session-id": init.headers["mcp-session-id"],
+            "mcp-protocol-version": types.LATEST_PROTOCOL_VERSION,
+        }
+        notice = await post_text(http, url, '{"jsonrpc": "2.0", "method": "notifications/initialized"}', session)
+        assert notice.status_code == 202
+
+        async def post(body: str) -> tuple[int, dict[str, Any]]:
+            response = await post_text(http, url, body, session)
+            return response.status_code, json_rpc_reply(response)
+
+        yield post
 
 
 async def test_http_server_on_loopback_answers_tools_list_and_records_the_mcp_session(app: AppContext) -> None:
@@ -294,6 +333,27 @@ async def test_http_server_on_loopback_answers_tools_list_and_records_the_mcp_se
     assert (row.principal, row.door, row.session) == (PRINCIPAL, "mcp", mcp_session)
     assert mcp_session
     assert rebinding.status_code == 421  # a foreign Host header is refused (DNS-rebinding protection)
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999"])
+async def test_a_number_past_the_float_range_is_refused_naming_the_argument_not_read_as_the_default(
+    app: AppContext, number: str
+) -> None:
+    arguments = f'{{"pump_id": "PUMP-004", "sensor_type": "vibration", "days": {number}}}'
+    async with serving(app) as url, raw_session(url) as post:
+        status, reply = await post(call_text(2, "sensors-get_sensor_trend", arguments))
+
+    assert status == 200 and reply["id"] == 2
+    assert reply["result"]["isError"] is True, reply  # not a 30-day trend, as if days had been left out
+    assert "days must be a finite number" in reply["result"]["content"][0]["text"]
+    row = (await app.audit.tail(1))[0]
+    assert (row.function, row.outcome.value, row.principal, row.door) == (
+        "sensors-get_sensor_trend",
+        "rejected",
+        PRINCIPAL,
+        "mcp",
+    )
+    assert row.arguments == {"days": str(float(number)), "pump_id": "PUMP-004", "sensor_type": "vibration"}
 
 
 async def test_a_server_for_any_address_keeps_host_and_origin_checks_and_accepts_the_allowed_names(
