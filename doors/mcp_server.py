@@ -5,9 +5,10 @@ checking is ours: a `tools/call` goes to `kernel.invoke` with the client's raw a
 `acting_as(CallContext(principal="mcp:<client>", door="mcp"))`, so the audit filter records it and the
 argument filter types or refuses it exactly as for the chat. Calls refused before the kernel (an
 unknown tool, arguments that are not an object or that JSON-RPC cannot carry to the kernel as sent: a
-non-finite number) are recorded with `AuditLog.record_rejected`.
+non-finite number, nesting past `MAX_NESTING`) are recorded with `AuditLog.record_rejected`.
 
-Over HTTP the Host and Origin headers are always checked (`doors.mcp_transport.transport_security`).
+Messages are read off the wire by `doors.mcp_transport` (bounded nesting, every line answered), and
+over HTTP the Host and Origin headers are always checked (`transport_security`).
 
 The server trusts its transport: the client name in the principal is what the client says it is.
 Over HTTP it listens on loopback unless told otherwise; anything else belongs behind an
@@ -33,9 +34,9 @@ from mcp.server.fastmcp.server import StreamableHTTPASGIApp
 from mcp.server.lowlevel import Server
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
-from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from semantic_kernel.functions import KernelArguments
@@ -43,7 +44,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from core.errors import PumpOpsError
-from doors.mcp_transport import listen, transport_security
+from doors.mcp_transport import MAX_NESTING, BoundedJsonBodies, listen, stdio_streams, transport_security
 from governance.identity import CallContext, acting_as
 from kernel_setup.app import AppContext
 from kernel_setup.direct_calls import pumpops_cause, resolve_function, tool_definitions
@@ -66,6 +67,8 @@ INSTRUCTIONS = (
 
 _MALFORMED = "_pumpops_malformed"  # set on a tools/call whose params the SDK would refuse before our handler
 _MAX_CLIENT_NAME = 64
+_ARGUMENT_NESTING = MAX_NESTING - 3  # the request, its params and the arguments object are the first three levels
+_EXAMPLE_ARGUMENTS = '{"pump_id": "PUMP-007"}'
 
 
 class PumpOpsMcpServer(Server[None, Any]):
@@ -90,7 +93,7 @@ class PumpOpsMcpServer(Server[None, Any]):
         """Serve one connection, first marking malformed ``tools/call`` requests so they are answered and audited."""
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_screen_calls, read_stream, send)
+            tasks.start_soon(_screen_calls, read_stream, send, write_stream)
             await super().run(receive, write_stream, initialization_options, raise_exceptions, stateless)
             tasks.cancel_scope.cancel()
 
@@ -170,7 +173,7 @@ def mcp_tools(app: AppContext) -> list[types.Tool]:
 async def serve_stdio(app: AppContext) -> None:
     """Serve MCP on this process's stdin/stdout until the client closes the stream."""
     server = PumpOpsMcpServer(app)
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_streams() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -182,13 +185,16 @@ def http_app(app: AppContext, host: str, port: int) -> Starlette:
     """
     security = transport_security(host, port, app.settings.mcp)
     manager = StreamableHTTPSessionManager(app=PumpOpsMcpServer(app), security_settings=security)
+    endpoint = RequestBodyLimitMiddleware(
+        BoundedJsonBodies(StreamableHTTPASGIApp(manager), security), DEFAULT_MAX_REQUEST_BODY_SIZE
+    )
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with manager.run():
             yield
 
-    return Starlette(routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lifespan)
+    return Starlette(routes=[Route(MCP_PATH, endpoint=endpoint)], lifespan=lifespan)
 
 
 def http_server(app: AppContext, host: str, port: int) -> uvicorn.Server:
@@ -209,22 +215,36 @@ async def serve_http(app: AppContext, host: str, port: int, *, listeners: list[s
 async def _screen_calls(
     source: MemoryObjectReceiveStream[SessionMessage | Exception],
     sink: MemoryObjectSendStream[SessionMessage | Exception],
+    replies: MemoryObjectSendStream[SessionMessage],
 ) -> None:
-    """Forward messages, rewriting ``tools/call`` params the SDK would refuse or mangle into a marked call we answer."""
+    """Forward messages, rewriting ``tools/call`` params the SDK would refuse or mangle into a marked call we answer.
+
+    Any other request nested past `MAX_NESTING` is answered here with an invalid-request error (the transport cut
+    its deepest parts to ``null``, so passing it on would serve a request the client did not send).
+    """
     async with source, sink:
         try:
             async for message in source:
-                await sink.send(_screen(message))
+                screened = _screen(message)
+                if isinstance(screened, types.JSONRPCError):
+                    await replies.send(SessionMessage(types.JSONRPCMessage(screened)))
+                elif screened is not None:
+                    await sink.send(screened)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the session ended first
 
 
-def _screen(message: SessionMessage | Exception) -> SessionMessage | Exception:
+def _screen(message: SessionMessage | Exception) -> SessionMessage | Exception | types.JSONRPCError | None:
+    """``message`` to pass on (a ``tools/call`` possibly marked malformed), an error to answer, or None to drop."""
     if isinstance(message, Exception):
         return message
     request = message.message.root
-    if not isinstance(request, types.JSONRPCRequest) or request.method != "tools/call":
-        return message
+    if isinstance(request, types.JSONRPCNotification) or (
+        isinstance(request, types.JSONRPCRequest) and request.method != "tools/call"
+    ):
+        return message if _nesting(request.params, MAX_NESTING) < MAX_NESTING else _too_deep(request)
+    if not isinstance(request, types.JSONRPCRequest):
+        return message  # a response to a request of ours
     params = dict(request.params or {})
     params.pop(_MALFORMED, None)  # only we set it
     raw_name, raw_arguments = params.get("name"), params.get("arguments")
@@ -240,6 +260,17 @@ def _screen(message: SessionMessage | Exception) -> SessionMessage | Exception:
     return SessionMessage(types.JSONRPCMessage(screened), message.metadata)
 
 
+def _too_deep(request: types.JSONRPCRequest | types.JSONRPCNotification) -> types.JSONRPCError | None:
+    """The error answering a request nested past `MAX_NESTING`; None for a notification, which gets no answer."""
+    if isinstance(request, types.JSONRPCNotification):
+        logger.warning("Dropped a %s notification nested more than %d levels deep", request.method, MAX_NESTING)
+        return None
+    reason = f"Invalid request: {request.method} nests arrays and objects more than {MAX_NESTING} levels deep."
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request.id, error=types.ErrorData(code=types.INVALID_REQUEST, message=reason)
+    )
+
+
 def _marked(params: Mapping[str, Any], recorded: Mapping[str, Any], reason: str) -> dict[str, Any]:
     """Params for a call answered with ``reason`` as an error and audited with ``recorded`` as its arguments."""
     name = params.get("name")
@@ -247,7 +278,7 @@ def _marked(params: Mapping[str, Any], recorded: Mapping[str, Any], reason: str)
         "name": name if isinstance(name, str) else "",
         _MALFORMED: {"arguments": recorded, "reason": reason},
     }
-    if isinstance(params.get("_meta"), dict):
+    if isinstance(params.get("_meta"), dict) and _nesting(params["_meta"], MAX_NESTING) <= MAX_NESTING - 2:
         marked["_meta"] = params["_meta"]
     return marked
 
@@ -256,9 +287,20 @@ def _uncarried(name: str, params: Mapping[str, Any]) -> str | None:
     """Why a well-formed call's arguments cannot reach the kernel as sent, naming the argument; None when they can.
 
     The SDK re-serializes a request before its handler sees it, turning a non-finite number into null (which then
-    means "use the default").
+    means "use the default"), and the transport cut anything nested past `MAX_NESTING` to null.
     """
     arguments: Mapping[str, Any] = params.get("arguments") or {}
+    for key, value in arguments.items():
+        if _nesting(value, _ARGUMENT_NESTING) > _ARGUMENT_NESTING:
+            return (
+                f"{name}: {key} nests arrays and objects more than {_ARGUMENT_NESTING} levels deep; "
+                f"arguments hold flat values, e.g. {_EXAMPLE_ARGUMENTS}."
+            )
+    if _nesting(params, MAX_NESTING) >= MAX_NESTING:
+        return (
+            f"The tools/call request for {name} nests arrays and objects more than {MAX_NESTING} levels deep; "
+            f"send the tool name and flat arguments, e.g. {_EXAMPLE_ARGUMENTS}."
+        )
     for key, value in arguments.items():
         found = _non_finite(value, str(key))
         if found is not None:
@@ -270,6 +312,16 @@ def _uncarried(name: str, params: Mapping[str, Any]) -> str | None:
                 "past ±1.8e308, such as 1e999, overflows). Send a finite value."
             )
     return None
+
+
+def _nesting(value: Any, cap: int) -> int:
+    """Levels of arrays and objects in ``value`` (a scalar is 0), counted no further than ``cap`` + 1."""
+    if not isinstance(value, dict | list):
+        return 0
+    if cap <= 0:
+        return 1
+    children = value.values() if isinstance(value, dict) else value
+    return 1 + max((_nesting(child, cap - 1) for child in children), default=0)
 
 
 def _non_finite(value: Any, path: str) -> tuple[str, float] | None:

@@ -17,6 +17,8 @@ import anyio
 import httpx
 import pytest
 import typer
+from anyio.abc import Process
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -44,6 +46,7 @@ CLI_CODE = (
 )
 
 
+DEEP = "[" * 50_000 + "]" * 50_000
 Post = Callable[[str], Awaitable[tuple[int, dict[str, Any]]]]
 
 
@@ -135,6 +138,70 @@ async def test_stdio_server_lists_the_kernel_tools_and_audits_every_call(app: Ap
     ]
     assert all(r["principal"] == PRINCIPAL and r["door"] == "mcp" for r in rows)
     assert json.loads(rows[3]["arguments"]) == {"pump_id": INJECTION}
+
+
+class StdioLines:
+    """A `pumpops mcp` process spoken to line by line, so a test can send what the SDK client never would."""
+
+    def __init__(self, process: Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self._stdin = process.stdin
+        self._stdout = BufferedByteReceiveStream(process.stdout)
+
+    async def send(self, line: str) -> None:
+        await self._stdin.send(line.encode() + b"\n")
+
+    async def close(self) -> None:
+        """End the input: the server stops as it does when its client goes away."""
+        await self._stdin.aclose()
+
+    async def reply(self) -> dict[str, Any]:
+        """The next response (notifications such as log messages are skipped)."""
+        while True:
+            message = json.loads(await self._stdout.receive_until(b"\n", 1_000_000))
+            if "id" in message:
+                return message
+
+
+async def test_a_stdio_line_the_sdk_reader_cannot_read_is_still_answered_and_audited(tmp_path: Path) -> None:
+    settings = tmp_path / "stdio.json"
+    db_path = tmp_path / "stdio.db"
+    settings.write_text(json.dumps({"Database": {"Path": str(db_path)}, "Qdrant": {"Path": ":memory:"}}))
+    surrogate = json.dumps({"pump_id": "\ud800"})  # the JSON text {"pump_id": "\ud800"}: a lone surrogate
+    assert "\\ud800" in surrogate
+    trend = '{"pump_id": "PUMP-004", "sensor_type": "vibration", "days": 1e999}'
+    command = [sys.executable, "-c", CLI_CODE, "--settings", str(settings), "mcp"]
+    with anyio.fail_after(WAIT):
+        async with await anyio.open_process(command, cwd=REPO, env=clean_env(), stderr=None) as process:
+            server = StdioLines(process)
+            await server.send(initialize_text())
+            await server.reply()
+            await server.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+            await server.send(call_text(2, "assets-get_pump_details", surrogate))
+            lone = await server.reply()
+            await server.send("this line is not JSON")
+            not_json = await server.reply()
+            await server.send(call_text(3, "sensors-get_sensor_trend", trend))
+            infinite = await server.reply()
+            await server.send(call_text(4, "assets-get_pump_details", '{"pump_id": "PUMP-007"}'))
+            after = await server.reply()
+            await server.close()
+            await process.wait()
+
+    assert lone["id"] == 2 and lone["result"]["isError"] is True
+    assert "unpaired surrogate" in lone["result"]["content"][0]["text"]
+    assert not_json["id"] is None and not_json["error"]["code"] == types.PARSE_ERROR
+    assert infinite["id"] == 3 and infinite["result"]["isError"] is True
+    assert "days must be a finite number" in infinite["result"]["content"][0]["text"]
+    assert after["id"] == 4 and after["result"]["isError"] is False
+    rows = audit_rows(db_path)
+    assert [(r["function"], r["outcome"]) for r in rows] == [
+        ("assets-get_pump_details", "rejected"),
+        ("sensors-get_sensor_trend", "rejected"),
+        ("assets-get_pump_details", "ok"),
+    ]
+    assert all(r["principal"] == PRINCIPAL and r["door"] == "mcp" for r in rows)
+    assert json.loads(rows[1]["arguments"])["days"] == "inf"
 
 
 # --- in memory: the same server object, for the finer points ----------------------------------------------
@@ -354,6 +421,30 @@ async def test_a_number_past_the_float_range_is_refused_naming_the_argument_not_
         "mcp",
     )
     assert row.arguments == {"days": str(float(number)), "pump_id": "PUMP-004", "sensor_type": "vibration"}
+
+
+async def test_a_request_nested_50000_levels_deep_gets_a_clear_error_and_the_server_keeps_serving(
+    app: AppContext,
+) -> None:
+    async with serving(app) as url, raw_session(url) as post:
+        call_status, deep_call = await post(call_text(2, "assets-get_pump_details", f'{{"pump_id": {DEEP}}}'))
+        list_status, deep_list = await post(
+            f'{{"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {{"_meta": {{"x": {DEEP}}}}}}}'
+        )
+        broken_status, broken = await post("[" * 50_000)
+        _, after = await post(call_text(4, "assets-get_pump_details", '{"pump_id": "PUMP-007"}'))
+
+    assert call_status == 200 and deep_call["id"] == 2 and deep_call["result"]["isError"] is True
+    assert "pump_id nests arrays and objects more than" in deep_call["result"]["content"][0]["text"]
+    assert list_status == 200 and deep_list["id"] == 3
+    assert deep_list["error"]["code"] == types.INVALID_REQUEST and "levels deep" in deep_list["error"]["message"]
+    assert broken_status == 400 and broken["error"]["code"] == types.PARSE_ERROR
+    assert after["id"] == 4 and after["result"]["isError"] is False
+    rows = [r for r in await app.audit.tail(2) if r.door == "mcp"]
+    assert [(r.function, r.outcome.value) for r in rows] == [
+        ("assets-get_pump_details", "rejected"),
+        ("assets-get_pump_details", "ok"),
+    ]
 
 
 async def test_a_server_for_any_address_keeps_host_and_origin_checks_and_accepts_the_allowed_names(
