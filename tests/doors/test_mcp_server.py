@@ -6,7 +6,6 @@ import json
 import os
 import socket
 import sqlite3
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -535,12 +534,9 @@ def test_a_port_in_use_exits_2_with_one_line_saying_how_to_choose_another(settin
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        command = [sys.executable, "-c", CLI_CODE, "--settings", str(settings_file), "mcp", "--http"]
-        finished = subprocess.run(
-            [*command, "--port", str(port)], cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=WAIT
-        )
-    lines = [line for line in finished.stderr.splitlines() if line.strip()]
-    assert finished.returncode == 2, finished.stderr
+        result = CliRunner().invoke(cli_app(), ["--settings", str(settings_file), "mcp", "--http", "--port", str(port)])
+    lines = [line for line in result.output.splitlines() if line.strip()]  # stdout and stderr, interleaved
+    assert result.exit_code == 2, result.output
     assert len(lines) == 1, lines
     assert f"Port {port} is already in use" in lines[0] and "--port" in lines[0] and "Mcp.Port" in lines[0]
-    assert "streamable HTTP" not in finished.stderr + finished.stdout  # it never claimed to serve
+    assert "streamable HTTP" not in result.output  # it never claimed to serve
