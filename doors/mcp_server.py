@@ -251,7 +251,7 @@ def _screen(message: SessionMessage | Exception) -> SessionMessage | Exception |
     try:
         types.CallToolRequestParams.model_validate(params)
     except ValidationError:
-        params = _marked(params, {"raw": raw_arguments}, _malformed_reason(raw_name, raw_arguments))
+        params = _marked(params, {"raw": _recordable(raw_arguments)}, _malformed_reason(raw_name, raw_arguments))
     else:
         problem = _uncarried(str(raw_name), params)
         if problem is not None:
@@ -341,14 +341,20 @@ def _non_finite(value: Any, path: str) -> tuple[str, float] | None:
     return None
 
 
-def _recordable(value: Any) -> Any:
-    """``value`` with each non-finite number as its text (``inf``, as the audit log writes it), so it survives JSON."""
+def _recordable(value: Any, depth: int = 0) -> Any:
+    """``value`` as an audit row can keep it after the SDK's JSON round trip.
+
+    A non-finite number becomes its text (``inf``, as the audit log writes it), and anything nested past
+    `MAX_NESTING` (only an in-process client can send that) becomes a marker.
+    """
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, dict | list) and depth >= MAX_NESTING:
+        return "[nested too deep]"
     if isinstance(value, dict):
-        return {key: _recordable(item) for key, item in value.items()}
+        return {key: _recordable(item, depth + 1) for key, item in value.items()}
     if isinstance(value, list):
-        return [_recordable(item) for item in value]
+        return [_recordable(item, depth + 1) for item in value]
     return value
 
 

@@ -257,7 +257,12 @@ async def test_missing_and_unknown_parameters_are_rejected_with_the_valid_ones(a
     assert rows[1].arguments == {"pump_id": "PUMP-007", "settings": {"x": 1}}
 
 
-async def test_arguments_that_are_not_an_object_are_answered_and_audited(app: AppContext) -> None:
+Exchange = Callable[[types.JSONRPCRequest | types.JSONRPCNotification], Awaitable[dict[str, Any] | None]]
+
+
+@asynccontextmanager
+async def raw_memory_session(app: AppContext) -> AsyncIterator[Exchange]:
+    """An initialized in-memory session that sends messages as built (the SDK client would re-serialize them)."""
     server = PumpOpsMcpServer(app)
     async with create_client_server_memory_streams() as ((client_read, client_write), (server_read, server_write)):
 
@@ -279,12 +284,17 @@ async def test_arguments_that_are_not_an_object_are_answered_and_audited(app: Ap
                 ).model_dump(by_alias=True, exclude_none=True)
                 await exchange(types.JSONRPCRequest(jsonrpc="2.0", id=1, method="initialize", params=init))
                 await exchange(types.JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized"))
-                call = {"name": "assets-get_pump_details", "arguments": ["PUMP-007"]}
-                reply = await exchange(types.JSONRPCRequest(jsonrpc="2.0", id=2, method="tools/call", params=call))
-                forged = {"name": "assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}
-                forged["_pumpops_malformed"] = {"reason": "client-made"}
-                honest = await exchange(types.JSONRPCRequest(jsonrpc="2.0", id=3, method="tools/call", params=forged))
+                yield exchange
             tasks.cancel_scope.cancel()
+
+
+async def test_arguments_that_are_not_an_object_are_answered_and_audited(app: AppContext) -> None:
+    async with raw_memory_session(app) as exchange:
+        call = {"name": "assets-get_pump_details", "arguments": ["PUMP-007"]}
+        reply = await exchange(types.JSONRPCRequest(jsonrpc="2.0", id=2, method="tools/call", params=call))
+        forged = {"name": "assets-get_pump_details", "arguments": {"pump_id": "PUMP-007"}}
+        forged["_pumpops_malformed"] = {"reason": "client-made"}
+        honest = await exchange(types.JSONRPCRequest(jsonrpc="2.0", id=3, method="tools/call", params=forged))
 
     assert reply is not None and reply["result"]["isError"] is True
     assert "must be a JSON object" in reply["result"]["content"][0]["text"]
@@ -296,6 +306,20 @@ async def test_arguments_that_are_not_an_object_are_answered_and_audited(app: Ap
         PRINCIPAL,
     )
     assert rows[0].arguments == {"raw": ["PUMP-007"]}
+
+
+async def test_arguments_nested_5000_deep_by_an_in_process_client_are_refused_and_recorded(app: AppContext) -> None:
+    deep: Any = "PUMP-007"
+    for _ in range(5_000):  # built in memory: no JSON parser bounds it first
+        deep = [deep]
+    async with raw_memory_session(app) as exchange:
+        call = {"name": "assets-get_pump_details", "arguments": {"pump_id": deep}}
+        reply = await exchange(types.JSONRPCRequest(jsonrpc="2.0", id=2, method="tools/call", params=call))
+
+    assert reply is not None and reply["result"]["isError"] is True
+    assert "pump_id nests arrays and objects more than" in reply["result"]["content"][0]["text"]
+    row = (await app.audit.tail(1))[0]
+    assert (row.function, row.outcome.value) == ("assets-get_pump_details", "rejected")
 
 
 async def test_a_status_reported_by_a_filter_reaches_the_client_in_meta(app: AppContext) -> None:
