@@ -290,13 +290,13 @@ def _uncarried(name: str, params: Mapping[str, Any]) -> str | None:
     means "use the default"), and the transport cut anything nested past `MAX_NESTING` to null.
     """
     arguments: Mapping[str, Any] = params.get("arguments") or {}
-    for key, value in arguments.items():
-        if _nesting(value, _ARGUMENT_NESTING) > _ARGUMENT_NESTING:
-            return (
-                f"{name}: {key} nests arrays and objects more than {_ARGUMENT_NESTING} levels deep; "
-                f"arguments hold flat values, e.g. {_EXAMPLE_ARGUMENTS}."
-            )
     if _nesting(params, MAX_NESTING) >= MAX_NESTING:
+        for key, value in arguments.items():
+            if _nesting(value, _ARGUMENT_NESTING) > _ARGUMENT_NESTING:
+                return (
+                    f"{name}: {key} nests arrays and objects more than {_ARGUMENT_NESTING} levels deep; "
+                    f"arguments hold flat values, e.g. {_EXAMPLE_ARGUMENTS}."
+                )
         return (
             f"The tools/call request for {name} nests arrays and objects more than {MAX_NESTING} levels deep; "
             f"send the tool name and flat arguments, e.g. {_EXAMPLE_ARGUMENTS}."
