@@ -4,7 +4,11 @@ Built on the SDK's low-level `Server`, so the tool list is `tool_definitions` ve
 checking is ours: a `tools/call` goes to `kernel.invoke` with the client's raw arguments, inside
 `acting_as(CallContext(principal="mcp:<client>", door="mcp"))`, so the audit filter records it and the
 argument filter types or refuses it exactly as for the chat. Calls refused before the kernel (an
-unknown tool, arguments that are not an object) are recorded with `AuditLog.record_rejected`.
+unknown tool, arguments that are not an object or that JSON-RPC cannot carry to the kernel as sent: a
+non-finite number, nesting past `MAX_NESTING`) are recorded with `AuditLog.record_rejected`.
+
+Messages are read off the wire by `doors.mcp_transport` (bounded nesting, every line answered), and
+over HTTP the Host and Origin headers are always checked (`transport_security`).
 
 The server trusts its transport: the client name in the principal is what the client says it is.
 Over HTTP it listens on loopback unless told otherwise; anything else belongs behind an
@@ -15,6 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from importlib.metadata import PackageNotFoundError, version
@@ -28,10 +34,9 @@ from mcp.server.fastmcp.server import StreamableHTTPASGIApp
 from mcp.server.lowlevel import Server
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
-from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from semantic_kernel.functions import KernelArguments
@@ -39,6 +44,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from core.errors import PumpOpsError
+from doors.mcp_transport import MAX_NESTING, BoundedJsonBodies, listen, stdio_streams, transport_security
 from governance.identity import CallContext, acting_as
 from kernel_setup.app import AppContext
 from kernel_setup.direct_calls import pumpops_cause, resolve_function, tool_definitions
@@ -61,6 +67,8 @@ INSTRUCTIONS = (
 
 _MALFORMED = "_pumpops_malformed"  # set on a tools/call whose params the SDK would refuse before our handler
 _MAX_CLIENT_NAME = 64
+_ARGUMENT_NESTING = MAX_NESTING - 3  # the request, its params and the arguments object are the first three levels
+_EXAMPLE_ARGUMENTS = '{"pump_id": "PUMP-007"}'
 
 
 class PumpOpsMcpServer(Server[None, Any]):
@@ -85,7 +93,7 @@ class PumpOpsMcpServer(Server[None, Any]):
         """Serve one connection, first marking malformed ``tools/call`` requests so they are answered and audited."""
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_screen_calls, read_stream, send)
+            tasks.start_soon(_screen_calls, read_stream, send, write_stream)
             await super().run(receive, write_stream, initialization_options, raise_exceptions, stateless)
             tasks.cancel_scope.cancel()
 
@@ -109,7 +117,10 @@ class PumpOpsMcpServer(Server[None, Any]):
     ) -> types.CallToolResult:
         """Invoke the tool ``name`` through the kernel as the current caller; failures become ``isError`` results."""
         if malformed is not None:
-            return await self._reject(name, {"raw": malformed.get("arguments")}, str(malformed.get("reason")))
+            recorded = malformed.get("arguments")
+            return await self._reject(
+                name, recorded if isinstance(recorded, Mapping) else {"raw": recorded}, str(malformed.get("reason"))
+            )
         try:
             function = resolve_function(self._app.kernel, name)
         except ToolCallError as exc:
@@ -162,79 +173,189 @@ def mcp_tools(app: AppContext) -> list[types.Tool]:
 async def serve_stdio(app: AppContext) -> None:
     """Serve MCP on this process's stdin/stdout until the client closes the stream."""
     server = PumpOpsMcpServer(app)
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_streams() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def http_app(app: AppContext, *, loopback_only: bool = True) -> Starlette:
-    """A Starlette app serving streamable HTTP MCP at ``/mcp``.
+def http_app(app: AppContext, host: str, port: int) -> Starlette:
+    """A Starlette app serving streamable HTTP MCP at ``/mcp`` for a server listening on ``host:port``.
 
-    With ``loopback_only`` the Host and Origin headers must name a loopback address (DNS-rebinding
-    protection); a server exposed through a proxy sees the proxy's host names, so it is off then.
+    The Host and Origin headers must name a loopback address, ``host:port`` itself, or an entry of
+    ``Mcp.AllowedHosts`` / ``Mcp.AllowedOrigins`` (DNS-rebinding protection, whatever the address).
     """
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    if loopback_only:
-        security = TransportSecuritySettings(
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
+    security = transport_security(host, port, app.settings.mcp)
     manager = StreamableHTTPSessionManager(app=PumpOpsMcpServer(app), security_settings=security)
+    endpoint = RequestBodyLimitMiddleware(
+        BoundedJsonBodies(StreamableHTTPASGIApp(manager), security), DEFAULT_MAX_REQUEST_BODY_SIZE
+    )
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         async with manager.run():
             yield
 
-    return Starlette(routes=[Route(MCP_PATH, endpoint=StreamableHTTPASGIApp(manager))], lifespan=lifespan)
+    return Starlette(routes=[Route(MCP_PATH, endpoint=endpoint)], lifespan=lifespan)
 
 
-def http_server(app: AppContext, host: str, port: int, *, loopback_only: bool = True) -> uvicorn.Server:
+def http_server(app: AppContext, host: str, port: int) -> uvicorn.Server:
     """A uvicorn server for `http_app` on ``host:port``; ``serve()`` runs it until ``should_exit`` is set."""
-    config = uvicorn.Config(
-        http_app(app, loopback_only=loopback_only), host=host, port=port, log_level="warning", lifespan="on"
-    )
+    config = uvicorn.Config(http_app(app, host, port), host=host, port=port, log_level="warning", lifespan="on")
     return uvicorn.Server(config)
 
 
-async def serve_http(app: AppContext, host: str, port: int, *, loopback_only: bool = True) -> None:
-    """Serve streamable HTTP MCP on ``host:port`` until interrupted."""
-    await http_server(app, host, port, loopback_only=loopback_only).serve()
+async def serve_http(app: AppContext, host: str, port: int, *, listeners: list[socket.socket] | None = None) -> None:
+    """Serve streamable HTTP MCP on ``host:port`` until interrupted, on ``listeners`` when already bound (`listen`).
+
+    Raises:
+        McpListenError: without ``listeners``, the port is in use or the address is not this machine's.
+    """
+    await http_server(app, host, port).serve(sockets=listeners if listeners is not None else listen(host, port))
 
 
 async def _screen_calls(
     source: MemoryObjectReceiveStream[SessionMessage | Exception],
     sink: MemoryObjectSendStream[SessionMessage | Exception],
+    replies: MemoryObjectSendStream[SessionMessage],
 ) -> None:
-    """Forward messages, rewriting ``tools/call`` params the SDK would refuse into a marked call we answer."""
+    """Forward messages, rewriting ``tools/call`` params the SDK would refuse or mangle into a marked call we answer.
+
+    Any other request nested past `MAX_NESTING` is answered here with an invalid-request error (the transport cut
+    its deepest parts to ``null``, so passing it on would serve a request the client did not send).
+    """
     async with source, sink:
         try:
             async for message in source:
-                await sink.send(_screen(message))
+                screened = _screen(message)
+                if isinstance(screened, types.JSONRPCError):
+                    await replies.send(SessionMessage(types.JSONRPCMessage(screened)))
+                elif screened is not None:
+                    await sink.send(screened)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             return  # the session ended first
 
 
-def _screen(message: SessionMessage | Exception) -> SessionMessage | Exception:
+def _screen(message: SessionMessage | Exception) -> SessionMessage | Exception | types.JSONRPCError | None:
+    """``message`` to pass on (a ``tools/call`` possibly marked malformed), an error to answer, or None to drop."""
     if isinstance(message, Exception):
         return message
     request = message.message.root
-    if not isinstance(request, types.JSONRPCRequest) or request.method != "tools/call":
-        return message
+    if isinstance(request, types.JSONRPCNotification) or (
+        isinstance(request, types.JSONRPCRequest) and request.method != "tools/call"
+    ):
+        return message if _nesting(request.params, MAX_NESTING) < MAX_NESTING else _too_deep(request)
+    if not isinstance(request, types.JSONRPCRequest):
+        return message  # a response to a request of ours
     params = dict(request.params or {})
     params.pop(_MALFORMED, None)  # only we set it
+    raw_name, raw_arguments = params.get("name"), params.get("arguments")
     try:
         types.CallToolRequestParams.model_validate(params)
     except ValidationError:
-        raw_name, raw_arguments = params.get("name"), params.get("arguments")
-        marked: dict[str, Any] = {
-            "name": raw_name if isinstance(raw_name, str) else "",
-            _MALFORMED: {"arguments": raw_arguments, "reason": _malformed_reason(raw_name, raw_arguments)},
-        }
-        if isinstance(params.get("_meta"), dict):
-            marked["_meta"] = params["_meta"]
-        params = marked
+        params = _marked(params, {"raw": _recordable(raw_arguments)}, _malformed_reason(raw_name, raw_arguments))
+    else:
+        problem = _uncarried(str(raw_name), params)
+        if problem is not None:
+            params = _marked(params, _recordable(raw_arguments or {}), problem)
     screened = request.model_copy(update={"params": params})
     return SessionMessage(types.JSONRPCMessage(screened), message.metadata)
+
+
+def _too_deep(request: types.JSONRPCRequest | types.JSONRPCNotification) -> types.JSONRPCError | None:
+    """The error answering a request nested past `MAX_NESTING`; None for a notification, which gets no answer."""
+    if isinstance(request, types.JSONRPCNotification):
+        logger.warning("Dropped a %s notification nested more than %d levels deep", request.method, MAX_NESTING)
+        return None
+    reason = f"Invalid request: {request.method} nests arrays and objects more than {MAX_NESTING} levels deep."
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=request.id, error=types.ErrorData(code=types.INVALID_REQUEST, message=reason)
+    )
+
+
+def _marked(params: Mapping[str, Any], recorded: Mapping[str, Any], reason: str) -> dict[str, Any]:
+    """Params for a call answered with ``reason`` as an error and audited with ``recorded`` as its arguments."""
+    name = params.get("name")
+    marked: dict[str, Any] = {
+        "name": name if isinstance(name, str) else "",
+        _MALFORMED: {"arguments": recorded, "reason": reason},
+    }
+    if isinstance(params.get("_meta"), dict) and _nesting(params["_meta"], MAX_NESTING) <= MAX_NESTING - 2:
+        marked["_meta"] = params["_meta"]
+    return marked
+
+
+def _uncarried(name: str, params: Mapping[str, Any]) -> str | None:
+    """Why a well-formed call's arguments cannot reach the kernel as sent, naming the argument; None when they can.
+
+    The SDK re-serializes a request before its handler sees it, turning a non-finite number into null (which then
+    means "use the default"), and the transport cut anything nested past `MAX_NESTING` to null.
+    """
+    arguments: Mapping[str, Any] = params.get("arguments") or {}
+    if _nesting(params, MAX_NESTING) >= MAX_NESTING:
+        for key, value in arguments.items():
+            if _nesting(value, _ARGUMENT_NESTING) > _ARGUMENT_NESTING:
+                return (
+                    f"{name}: {key} nests arrays and objects more than {_ARGUMENT_NESTING} levels deep; "
+                    f"arguments hold flat values, e.g. {_EXAMPLE_ARGUMENTS}."
+                )
+        return (
+            f"The tools/call request for {name} nests arrays and objects more than {MAX_NESTING} levels deep; "
+            f"send the tool name and flat arguments, e.g. {_EXAMPLE_ARGUMENTS}."
+        )
+    for key, value in arguments.items():
+        found = _non_finite(value, str(key))
+        if found is not None:
+            path, number = found
+            if math.isnan(number):
+                return f"{name}: {path} must be a finite number; got NaN, which is not JSON. Send a finite value."
+            return (
+                f"{name}: {path} must be a finite number; got {'-' if number < 0 else ''}infinity (a JSON number "
+                "past ±1.8e308, such as 1e999, overflows). Send a finite value."
+            )
+    return None
+
+
+def _nesting(value: Any, cap: int) -> int:
+    """Levels of arrays and objects in ``value`` (a scalar is 0), counted no further than ``cap`` + 1."""
+    if not isinstance(value, dict | list):
+        return 0
+    if cap <= 0:
+        return 1
+    children = value.values() if isinstance(value, dict) else value
+    return 1 + max((_nesting(child, cap - 1) for child in children), default=0)
+
+
+def _non_finite(value: Any, path: str) -> tuple[str, float] | None:
+    """The path and value of the first infinite or NaN number in ``value``, e.g. ``('filters[0].limit', inf)``."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value)
+    if isinstance(value, dict):
+        items: Any = ((f"{path}.{key}", item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for child_path, child in items:
+        found = _non_finite(child, child_path)
+        if found is not None:
+            return found
+    return None
+
+
+def _recordable(value: Any, depth: int = 0) -> Any:
+    """``value`` as an audit row can keep it after the SDK's JSON round trip.
+
+    A non-finite number becomes its text (``inf``, as the audit log writes it), and anything nested past
+    `MAX_NESTING` (only an in-process client can send that) becomes a marker.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict | list) and depth >= MAX_NESTING:
+        return "[nested too deep]"
+    if isinstance(value, dict):
+        return {key: _recordable(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_recordable(item, depth + 1) for item in value]
+    return value
 
 
 def _malformed_reason(name: object, arguments: object) -> str:

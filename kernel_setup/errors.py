@@ -11,3 +11,7 @@ class SettingsError(PumpOpsError):
 
 class ToolCallError(PumpOpsError):
     """A direct tool call named an unknown function or carried bad arguments."""
+
+
+class McpListenError(PumpOpsError):
+    """The MCP server cannot listen on the address and port asked for (in use, not this machine's)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
@@ -22,6 +23,11 @@ from kernel_setup.errors import SettingsError
 ENV_PREFIX = "PUMPOPS_"
 SETTINGS_ENV_VAR = "PUMPOPS_SETTINGS"
 DEFAULT_FILE_NAME = "appsettings.json"
+
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])"  # a DNS name, an IPv4 address or a bracketed IPv6 one
+_HOST_ENTRY = re.compile(rf"{_HOST}(?::(?:[0-9]{{1,5}}|\*))?")
+_ORIGIN_ENTRY = re.compile(rf"https?://{_HOST}(?::(?:[0-9]{{1,5}}|\*))?")
 
 
 class _Section(BaseModel):
@@ -143,11 +149,48 @@ class AuditSettings(_Section):
 
 
 class McpSettings(_Section):
-    """The MCP server's HTTP transport."""
+    """The MCP server's HTTP transport.
+
+    The server answers only requests whose ``Host`` header names a loopback address, the address it listens
+    on, or an entry of ``AllowedHosts``, and whose ``Origin`` header (when sent) is a loopback origin, the
+    listening address's own, or an entry of ``AllowedOrigins`` (DNS-rebinding protection; never off).
+    """
 
     model_config = ConfigDict(alias_generator=_alias)
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=1, le=65535)
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names remote clients use, e.g. ``pumps.example.com`` (any port) or ``pumps.example.com:8443``."""
+    allowed_origins: tuple[str, ...] = ()
+    """Origins of browser-based clients, e.g. ``https://ops.example.com`` (any port) or ``https://ops.example.com:8443``."""
+
+    @field_validator("allowed_hosts", "allowed_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        # PUMPOPS_Mcp__AllowedHosts=a.example,b.example reads as a list, as the JSON form does.
+        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts_are_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            if not _HOST_ENTRY.fullmatch(entry):
+                raise ValueError(
+                    f"{entry!r} is not a host as a Host header names it; use a name or address with an optional "
+                    "port, e.g. 'pumps.example.com', 'pumps.example.com:8443' or '[2001:db8::5]:8765'"
+                )
+        return tuple(entry.lower() for entry in value)
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins_are_urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            if not _ORIGIN_ENTRY.fullmatch(entry.rstrip("/")):
+                raise ValueError(
+                    f"{entry!r} is not an origin; use scheme, host and optional port with no path, e.g. "
+                    "'https://ops.example.com' or 'http://10.0.0.5:3000'"
+                )
+        return tuple(entry.rstrip("/").lower() for entry in value)
 
 
 class Settings(_Section):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Coroutine
 from typing import Any
 
@@ -10,13 +11,19 @@ import typer
 
 from doors.cli.common import CliState, fail, run, state
 from doors.mcp_server import MCP_PATH, serve_http, serve_stdio
+from doors.mcp_transport import listen, url_host
 from kernel_setup.app import open_app
+from kernel_setup.errors import McpListenError
 from kernel_setup.settings import Settings
 
 REMOTE_WARNING = (
     "The MCP server trusts its transport: it has no authentication of its own, and any client that reaches "
     "{address} can call every tool under the name it gives itself. Run it behind an authenticating proxy (TLS "
     "and credentials) and firewall the port."
+)
+HOSTS_NOTE = (
+    "Requests must name this address, a loopback address or an Mcp.AllowedHosts entry in their Host header "
+    "(now: {hosts}), and a browser's Origin must be loopback or in Mcp.AllowedOrigins (now: {origins})."
 )
 
 
@@ -28,7 +35,10 @@ def mcp_command(
         None, "--port", min=1, max=65535, help="HTTP port to listen on (default: Mcp.Port)."
     ),
     allow_remote: bool = typer.Option(
-        False, "--allow-remote", help="Allow a non-loopback --host (only behind an authenticating proxy)."
+        False,
+        "--allow-remote",
+        help="Allow a non-loopback --host (only behind an authenticating proxy). Host and Origin checks stay on: "
+        "list the names clients use in Mcp.AllowedHosts / Mcp.AllowedOrigins.",
     ),
 ) -> None:
     """Serve the PumpOps tools over MCP; every call passes the kernel's audit and approval filters.
@@ -45,11 +55,10 @@ def mcp_command(
             fail(cli, "--host, --port and --allow-remote apply to --http only.")
         _serve(cli, _stdio(settings))
         return
-    bind_host = host if host is not None else settings.mcp.host
+    bind_host = (host if host is not None else settings.mcp.host).strip().strip("[]")
     bind_port = port if port is not None else settings.mcp.port
-    loopback = is_loopback(bind_host)
-    address = f"{_url_host(bind_host)}:{bind_port}"
-    if not loopback:
+    address = f"{url_host(bind_host)}:{bind_port}"
+    if not is_loopback(bind_host):
         if not allow_remote:
             fail(
                 cli,
@@ -57,9 +66,18 @@ def mcp_command(
                 + REMOTE_WARNING.format(address=address)
                 + " Pass --allow-remote to do it anyway, or use --host 127.0.0.1.",
             )
-        cli.err_console.print(f"[bold yellow]warning:[/] {REMOTE_WARNING.format(address=address)}", highlight=False)
-    cli.err_console.print(f"PumpOps MCP server (streamable HTTP) on http://{address}{MCP_PATH}", highlight=False)
-    _serve(cli, _http(settings, bind_host, bind_port, loopback))
+        hosts = HOSTS_NOTE.format(
+            hosts=", ".join(settings.mcp.allowed_hosts) or "none",
+            origins=", ".join(settings.mcp.allowed_origins) or "none",
+        )
+        cli.err_console.print(
+            f"[bold yellow]warning:[/] {REMOTE_WARNING.format(address=address)} {hosts}", highlight=False
+        )
+    try:  # bound before anything claims to serve, so a busy port is one clear error (exit 2)
+        listeners = listen(bind_host, bind_port)
+    except McpListenError as exc:
+        fail(cli, str(exc))
+    _serve(cli, _http(cli, settings, listeners, bind_host, bind_port))
 
 
 def is_loopback(host: str) -> bool:
@@ -70,10 +88,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def _serve(cli: CliState, work: Coroutine[Any, Any, None]) -> None:
@@ -88,6 +102,12 @@ async def _stdio(settings: Settings) -> None:
         await serve_stdio(app)
 
 
-async def _http(settings: Settings, host: str, port: int, loopback: bool) -> None:
-    async with open_app(settings) as app:
-        await serve_http(app, host.strip("[]"), port, loopback_only=loopback)
+async def _http(cli: CliState, settings: Settings, listeners: list[socket.socket], host: str, port: int) -> None:
+    try:
+        async with open_app(settings) as app:
+            url = f"http://{url_host(host)}:{port}{MCP_PATH}"
+            cli.err_console.print(f"PumpOps MCP server (streamable HTTP) on {url}", highlight=False)
+            await serve_http(app, host, port, listeners=listeners)
+    finally:
+        for listener in listeners:
+            listener.close()

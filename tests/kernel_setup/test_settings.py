@@ -97,6 +97,10 @@ def test_unknown_environment_keys_are_rejected(settings_file: Path, var: str, fr
         ({"Chat": {"Provider": "openai"}}, "Chat.Provider"),
         ({"Ollama": {"Host": "localhost:11434"}}, "Ollama.Host"),
         ({"Mcp": {"Port": 70000}}, "Mcp.Port"),
+        ({"Mcp": {"AllowedHosts": ["https://pumps.example.com"]}}, "Mcp.AllowedHosts"),
+        ({"Mcp": {"AllowedHosts": ["*"]}}, "Mcp.AllowedHosts"),
+        ({"Mcp": {"AllowedOrigins": ["ops.example.com"]}}, "Mcp.AllowedOrigins"),
+        ({"Mcp": {"AllowedOrigins": ["https://ops.example.com/app"]}}, "Mcp.AllowedOrigins"),
         ({"Approval": {"Policy": {"work_orders": {"create_work_order": "maybe"}}}}, "Approval.Policy"),
     ],
 )
@@ -105,6 +109,16 @@ def test_bad_values_fail_naming_the_key(tmp_path: Path, data: dict[str, object],
     path.write_text(json.dumps(data))
     with pytest.raises(SettingsError, match=key.replace(".", r"\.")):
         load_settings(path, env={})
+
+
+def test_mcp_allowed_hosts_and_origins_read_a_comma_separated_environment_value(settings_file: Path) -> None:
+    env = {
+        "PUMPOPS_Mcp__AllowedHosts": "pumps.example.com, PUMPS.example.com:8443",
+        "PUMPOPS_Mcp__AllowedOrigins": '["https://ops.example.com/"]',
+    }
+    mcp = load_settings(settings_file, env=env).mcp
+    assert mcp.allowed_hosts == ("pumps.example.com", "pumps.example.com:8443")
+    assert mcp.allowed_origins == ("https://ops.example.com",)
 
 
 def test_invalid_json_names_the_line(tmp_path: Path) -> None:
