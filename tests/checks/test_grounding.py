@@ -4,7 +4,19 @@ import json
 
 import pytest
 
-from checks.grounding import misattributed_numbers, misstated_comparisons, ungrounded_ids, ungrounded_numbers
+from collections.abc import Sequence
+
+from checks import grounding
+from checks.evidence import Evidence
+from checks.grounding import misstated_comparisons, ungrounded_ids
+
+
+def ungrounded_numbers(answer: str, texts: Sequence[str], question: str = "") -> list[str]:
+    return grounding.ungrounded_numbers(answer, Evidence.of(texts), question)
+
+
+def misattributed_numbers(answer: str, texts: Sequence[str], question: str = "") -> list[str]:
+    return grounding.misattributed_numbers(answer, Evidence.of(texts), question)
 
 PUMP_STATUS = json.dumps(
     {

@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from checks.rankings import misranked_pumps
+from collections.abc import Sequence
+
+from checks import rankings
+from checks.evidence import Evidence
+
+
+def misranked_pumps(answer: str, texts: Sequence[str]) -> list[str]:
+    return rankings.misranked_pumps(answer, Evidence.of(texts))
 
 READINGS = json.dumps(
     {
