@@ -31,7 +31,17 @@ from governance.effects import Effect
 from twin.iso10816 import ZONE_MEANING, Zone, assess
 from twin.models import Foundation
 
-__all__ = ["Action", "AlarmFact", "Evidence", "Passage", "Reading", "ToolResult", "ZoneFact", "canonical_id", "parse_result"]
+__all__ = [
+    "Action",
+    "AlarmFact",
+    "Evidence",
+    "Passage",
+    "Reading",
+    "ToolResult",
+    "ZoneFact",
+    "canonical_id",
+    "parse_result",
+]
 
 _ID_FIELDS = ("alarm_id", "work_order_id", "approval_id", "pump_id")  # most specific first
 _NOT_JSON = object()

@@ -24,8 +24,8 @@ alarms by any active alarm, or by those of the severities it names ("no critical
 answer reports anywhere (its id; or its severity and its pump; for a summary count, its severity) is not
 overlooked, whatever else the answer says.
 
-The alarms are the evidence's (`Evidence.active_alarms`): every object with an ``alarm_id`` and a ``severity`` that is not
-marked ``"active": false`` (alarm lists, a pump's ``active_alarms``, whose pump is the enclosing object's
+The alarms are the evidence's (`Evidence.active_alarms`): every object with an ``alarm_id`` and a ``severity``
+that is not marked ``"active": false`` (alarm lists, a pump's ``active_alarms``, whose pump is the enclosing object's
 ``pump_id``), and the fleet summary's ``active_alarms_by_severity`` counts when no listed alarm accounts for
 them.
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 __all__ = [
     "ACTION_VERBS",
+    "ALL_CLEAR_WORDS",
     "CLAIM_HEDGES",
     "COMPARING_ABOVE",
     "COMPARING_BELOW",
@@ -23,9 +24,8 @@ __all__ = [
     "MEASUREMENT_WORDS",
     "RANK_HIGHER",
     "RANK_LOWER",
-    "SEVERITIES",
-    "ALL_CLEAR_WORDS",
     "SCOPING_WORDS",
+    "SEVERITIES",
     "TROUBLE_WORDS",
     "alternation",
     "choice",
@@ -119,8 +119,7 @@ KEEP_RUNNING_PHRASES = (
     r"no (?:immediate |further |urgent )?action (?:is )?(?:needed|required|necessary)",
     r"nothing to worry about",
     r"no (?:need|reason) (?:to|for) (?:stop|worry|concern|act|shut)\w*",
-    r"(?:normal|unrestricted) (?:long-term )?operation",
-    r"yes,? it can",
+    r"(?:continue|resume|return to) normal (?:running|operations?|service)",
 )
 """Regular expressions (case-insensitive), each a way to say a pump may keep running as normal."""
 
@@ -132,7 +131,9 @@ FUNCTION_WORDS = frozenset(
     might must i me my we us our you your he she it its they them their this that these those there here what which
     who whom whose when where why how all any some each every no not only also just very too more most much many
     please tell me give show let know want need get got make please thanks thank hi hello hey ok okay yes yeah
-    write say said like one two again now today tomorrow yesterday""".split()
+    write say said like one two again now today tomorrow yesterday good morning afternoon evening night bye
+    other others rest else same both either neither fine well great bad right sure things thing anything
+    everything something nothing""".split()
 )
 DOMAIN_TERMS = frozenset(
     """pump pumps station stations plant fleet alarm alarms alert alerts sensor sensors reading readings vibration

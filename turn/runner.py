@@ -6,6 +6,14 @@ back in call order. Calls still go through `kernel.invoke_function_call`, so AUT
 invocation filters apply. Calls SK would reject before any filter (unknown tool, bad arguments)
 are rejected here and audited by the runner. Bounds: model calls, tokens, wall clock, loop
 detection; hitting one ends the turn with ``degraded`` and the reason, never a hang.
+
+Each result is added once to the turn's `checks.evidence.Evidence` as it arrives; the answer checks read that.
+Nothing failing is shown: the text of every model round is held back, never streamed as it comes. A round that
+calls tools is not the answer, and its text is dropped; the answer round is checked when it ends
+(`turn.acting.settle_answer`) and then released, in the pieces the model streamed when it passed as written, or
+as one piece when the checks retried, replaced or refused it. The operator waits for the whole answer, and in
+exchange every answer shown has passed its checks, which need the whole answer (an alarm told in the last
+sentence excuses an all-clear in the first).
 """
 
 from __future__ import annotations
@@ -31,19 +39,20 @@ from semantic_kernel.contents.function_result_content import FunctionResultConte
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.exceptions import KernelException, ServiceException
 
-from checks.grounding import misattributed_numbers, misstated_comparisons, ungrounded_ids, ungrounded_numbers
-from checks.rankings import misranked_pumps
-from checks.reassurance import misstated_severities, overlooked_alarms
+from checks.evidence import Evidence, ToolResult
 from core.errors import PumpOpsError
+from governance import APPROVAL_ID
 from governance.audit_log import RejectionRecorder
+from governance.effects import Effect
 from governance.identity import CallContext, acting_as, current_call
 from kernel_setup.arguments import ToolArgumentError, coerce_arguments
 from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.settings import AgentSettings
-from kernel_setup.shaping import fence, new_marker, parked_approval_id, result_text, system_prompt, truncate
+from kernel_setup.shaping import fence, new_marker, result_text, system_prompt, truncate
 from plugins.declarations import traits_of
+from turn.acting import Settled, TurnFacts, settle_answer
 from turn.events import (
     ModelCallFinished,
     ModelCallStarted,
@@ -76,7 +85,7 @@ class _Turn:
     deadline: float
     usage: Usage = field(default_factory=Usage)
     records: list[ToolCallRecord] = field(default_factory=list)
-    tool_texts: list[str] = field(default_factory=list)
+    evidence: Evidence = field(default_factory=Evidence)
     degraded_reason: str | None = None
 
 
@@ -124,20 +133,22 @@ class TurnRunner:
         stored = await self._sessions.load(session_id)
         chat = ChatHistory(system_message=system_prompt(turn.marker))
         chat.messages.extend(_refenced(trim_history(stored, self._agent.history_tokens), turn.marker))
+        earlier = _read_texts(chat)
         user = ChatMessageContent(role=AuthorRole.USER, content=question)
         chat.add_message(user)
         new_messages: list[ChatMessageContent] = [user]
-        answer = ""
+        answer, held = "", list[TextDelta]()
         guard = TurnGuard()
         with acting_as(CallContext(principal=principal, session=session_id, door=door)), guarding(guard):
             for number in range(1, self._agent.max_model_calls + 1):
                 last = number == self._agent.max_model_calls
                 yield ModelCallStarted(number)
                 message: ChatMessageContent | None = None
+                held = []
                 try:
                     async for item in self._model_call(chat, with_tools=not last, turn=turn):
                         if isinstance(item, TextDelta):
-                            yield item
+                            held.append(item)  # shown only once the answer has passed its checks
                         else:
                             message = item
                 except TimeoutError:
@@ -150,7 +161,6 @@ class TurnRunner:
                 calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
                 if not calls:
                     answer = message.content or ""
-                    new_messages.append(message)
                     if not answer.strip():
                         turn.degraded_reason = turn.degraded_reason or "the model returned an empty answer"
                     break
@@ -171,26 +181,54 @@ class TurnRunner:
                     turn.degraded_reason = (
                         f"model call limit of {self._agent.max_model_calls} reached; the last call had no tools"
                     )
+            # An id may come from earlier in the session: the operator's messages or the tools' results.
+            facts = TurnFacts(turn.evidence, question, _read_texts(chat), earlier, self._tool_descriptions())
+            settled = await settle_answer(answer, facts, lambda request: self._ask_again(chat, answer, request, turn))
+        for delta in held if not settled.changed else [TextDelta(settled.answer)] if settled.answer else []:
+            yield delta
+        if settled.answer:
+            new_messages.append(ChatMessageContent(role=AuthorRole.ASSISTANT, content=settled.answer))
         await self._sessions.append(session_id, principal, new_messages)
-        result = TurnResult(
-            answer=answer,
+        yield TurnFinished(self._result(settled, turn))
+
+    def _result(self, settled: Settled, turn: _Turn) -> TurnResult:
+        review = settled.review
+        return TurnResult(
+            answer=settled.answer,
             tool_calls=turn.records,
             degraded=turn.degraded_reason is not None,
             reason=turn.degraded_reason,
-            ungrounded=[
-                *ungrounded_numbers(answer, turn.tool_texts, question),
-                # An id may come from earlier in the session: the operator's messages or the tools' results.
-                *ungrounded_ids(answer, [*turn.tool_texts, *_read_texts(chat)], question),
-            ],
-            misattributed_numbers=misattributed_numbers(answer, turn.tool_texts, question),
-            overlooked_alarms=overlooked_alarms(answer, turn.tool_texts),
-            misstated_severities=misstated_severities(answer, turn.tool_texts),
-            # A number against a limit, and one pump against another on a measurement the results give both.
-            misstated_comparisons=[*misstated_comparisons(answer), *misranked_pumps(answer, turn.tool_texts)],
+            ungrounded=[*review.ungrounded_numbers, *review.ungrounded_ids],
+            misattributed_numbers=review.misattributed_numbers,
+            overlooked_alarms=review.overlooked_alarms,
+            misstated_severities=review.misstated_severities,
+            misstated_comparisons=review.misstated_comparisons,
+            corrections=settled.corrections,
             usage=turn.usage,
-            session=session_id,
+            session=turn.session,
         )
-        yield TurnFinished(result)
+
+    async def _ask_again(self, chat: ChatHistory, answer: str, request: str, turn: _Turn) -> str | None:
+        """One more model call without tools, after the stopped ``answer`` and the checks' ``request``."""
+        if time.monotonic() >= turn.deadline:
+            return None
+        chat.add_message(ChatMessageContent(role=AuthorRole.ASSISTANT, content=answer))
+        chat.add_message(ChatMessageContent(role=AuthorRole.USER, content=request))
+        message: ChatMessageContent | None = None
+        try:
+            async for item in self._model_call(chat, with_tools=False, turn=turn):
+                if not isinstance(item, TextDelta):
+                    message = item
+        except (TimeoutError, ChatServiceError):
+            return None  # the evidence answers instead
+        return message.content if message is not None else None
+
+    def _tool_descriptions(self) -> list[str]:
+        texts = []
+        for metadata in self._kernel.get_full_list_of_function_metadata():
+            texts.append(metadata.description or "")
+            texts.extend(p.description or "" for p in metadata.parameters)
+        return texts
 
     async def _model_call(
         self, chat: ChatHistory, *, with_tools: bool, turn: _Turn
@@ -265,17 +303,20 @@ class TurnRunner:
         for call in calls:  # results enter the history in call order, each naming its tool
             text, record = done[call.id or ""]
             turn.records.append(record)
-            turn.tool_texts.append(text)
             capped = truncate(text, self._agent.max_tool_result_chars)
             chat.add_message(_tool_message(call, fence(capped, turn.marker), record.status))
             new_messages.append(_tool_message(call, capped))  # stored unfenced; fenced anew when replayed
 
     def _is_read(self, call: FunctionCallContent) -> bool:
+        return self._effect(call) is Effect.READ
+
+    def _effect(self, call: FunctionCallContent) -> Effect:
+        """The function's declared effect; an unknown function is rejected without running, so it reads nothing."""
         try:
             function = self._kernel.get_function(call.plugin_name, call.function_name)
         except KernelException:
-            return True  # will be rejected without running
-        return traits_of(function).read_only
+            return Effect.READ
+        return traits_of(function).effect
 
     async def _run_one(
         self, call: FunctionCallContent, count: int, turn: _Turn
@@ -315,13 +356,14 @@ class TurnRunner:
                 text = json.dumps({"error": outcome.error or raw})
             else:
                 text = raw
+        result = turn.evidence.add(call.name or "", text, status=outcome.status, effect=self._effect(call))
         record = ToolCallRecord(
             name=call.name or "",
             arguments=arguments,
             status=outcome.status,
-            summary=_summary(outcome, text),
+            summary=_summary(outcome, result),
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
-            approval_id=(parked_approval_id(text) or None) if outcome.status == "pending_approval" else None,
+            approval_id=_approval_id(result) if outcome.status == "pending_approval" else None,
         )
         return call, text, record
 
@@ -375,13 +417,10 @@ def _is_json_object(raw: str) -> bool:
         return False
 
 
-def _summary(outcome: CallOutcome, text: str) -> str:
+def _summary(outcome: CallOutcome, result: ToolResult) -> str:
+    text, data = result.text, result.data
     if outcome.status in {"error", "rejected"}:
         return (outcome.error or text)[:160]
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:120]
     if not isinstance(data, dict):
         return text[:120]
     if outcome.status == "pending_approval":
@@ -391,6 +430,12 @@ def _summary(outcome: CallOutcome, text: str) -> str:
         if key in data and not isinstance(data[key], dict | list):
             parts.append(f"{key}={data[key]}")
     return ", ".join(parts) or f"{len(text)} characters"
+
+
+def _approval_id(result: ToolResult) -> str | None:
+    """The approval id of a parked result's gate payload, when it has the ids' form."""
+    found = result.data.get("approval_id") if isinstance(result.data, dict) else None
+    return found if isinstance(found, str) and APPROVAL_ID.fullmatch(found) else None
 
 
 def _read_texts(chat: ChatHistory) -> list[str]:

@@ -1,10 +1,9 @@
 """Groundedness check: numbers in a final answer that no tool result or the question supports."""
 
 import json
+from collections.abc import Sequence
 
 import pytest
-
-from collections.abc import Sequence
 
 from checks import grounding
 from checks.evidence import Evidence
@@ -17,6 +16,7 @@ def ungrounded_numbers(answer: str, texts: Sequence[str], question: str = "") ->
 
 def misattributed_numbers(answer: str, texts: Sequence[str], question: str = "") -> list[str]:
     return grounding.misattributed_numbers(answer, Evidence.of(texts), question)
+
 
 PUMP_STATUS = json.dumps(
     {

@@ -5,10 +5,9 @@ state is told from small talk.
 """
 
 import json
+from collections.abc import Sequence
 
 import pytest
-
-from collections.abc import Sequence
 
 from checks import reassurance
 from checks.evidence import Evidence
@@ -21,6 +20,7 @@ def overlooked_alarms(answer: str, texts: Sequence[str]) -> list[str]:
 
 def misstated_severities(answer: str, texts: Sequence[str]) -> list[str]:
     return reassurance.misstated_severities(answer, Evidence.of(texts))
+
 
 ALARMS = json.dumps(
     {
