@@ -39,14 +39,12 @@ from semantic_kernel.contents.function_result_content import FunctionResultConte
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.exceptions import KernelException, ServiceException
 
-from checks.evidence import Evidence, ToolResult
+from checks.evidence import Evidence
 from core.errors import PumpOpsError
-from governance import APPROVAL_ID
 from governance.audit_log import RejectionRecorder
 from governance.effects import Effect
 from governance.identity import CallContext, acting_as, current_call
 from kernel_setup.arguments import ToolArgumentError, coerce_arguments
-from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.settings import AgentSettings
@@ -64,6 +62,16 @@ from turn.events import (
     TurnFinished,
     TurnResult,
     Usage,
+)
+from turn.messages import (
+    approval_id_of,
+    arguments_of,
+    call_summary,
+    is_json_object,
+    items_text,
+    read_texts,
+    refenced,
+    tool_message,
 )
 from turn.sessions import SessionStore, new_session_id, trim_history
 from turn.tokens import estimate_tokens
@@ -130,21 +138,18 @@ class TurnRunner:
         """
         session_id = session or new_session_id()
         turn = _Turn(session=session_id, marker=new_marker(), deadline=time.monotonic() + self._agent.deadline_seconds)
-        stored = await self._sessions.load(session_id)
-        chat = ChatHistory(system_message=system_prompt(turn.marker))
-        chat.messages.extend(_refenced(trim_history(stored, self._agent.history_tokens), turn.marker))
-        earlier = _read_texts(chat)
-        user = ChatMessageContent(role=AuthorRole.USER, content=question)
-        chat.add_message(user)
+        chat = await self._history(session_id, turn.marker)
+        earlier = read_texts(chat)  # what the session read before this question
+        chat.add_message(user := ChatMessageContent(role=AuthorRole.USER, content=question))
         new_messages: list[ChatMessageContent] = [user]
-        answer, held = "", list[TextDelta]()
+        answer, pieces = "", list[TextDelta]()
         guard = TurnGuard()
         with acting_as(CallContext(principal=principal, session=session_id, door=door)), guarding(guard):
             for number in range(1, self._agent.max_model_calls + 1):
                 last = number == self._agent.max_model_calls
                 yield ModelCallStarted(number)
                 message: ChatMessageContent | None = None
-                held = []
+                held: list[TextDelta] = []
                 try:
                     async for item in self._model_call(chat, with_tools=not last, turn=turn):
                         if isinstance(item, TextDelta):
@@ -159,8 +164,8 @@ class TurnRunner:
                     number, turn.usage.prompt_tokens, turn.usage.completion_tokens, turn.usage.estimated
                 )
                 calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
-                if not calls:
-                    answer = message.content or ""
+                if not calls:  # the answer round; a round that calls tools is not the answer, and its text is dropped
+                    answer, pieces = message.content or "", held
                     if not answer.strip():
                         turn.degraded_reason = turn.degraded_reason or "the model returned an empty answer"
                     break
@@ -168,28 +173,41 @@ class TurnRunner:
                 new_messages.append(message)
                 async for event in self._run_calls(calls, chat, new_messages, turn):
                     yield event
-                if guard.repeated is not None:
-                    turn.degraded_reason = f"loop detected: {guard.repeated} repeated with the same arguments"
-                    break
-                if turn.usage.prompt_tokens + turn.usage.completion_tokens > self._agent.token_budget:
-                    turn.degraded_reason = f"token budget of {self._agent.token_budget} exceeded"
-                    break
-                if time.monotonic() > turn.deadline:
-                    turn.degraded_reason = f"deadline of {self._agent.deadline_seconds:g} s reached"
+                if (bound := self._bound_reached(turn, guard)) is not None:
+                    turn.degraded_reason = bound
                     break
                 if number == self._agent.max_model_calls - 1:
                     turn.degraded_reason = (
                         f"model call limit of {self._agent.max_model_calls} reached; the last call had no tools"
                     )
             # An id may come from earlier in the session: the operator's messages or the tools' results.
-            facts = TurnFacts(turn.evidence, question, _read_texts(chat), earlier, self._tool_descriptions())
+            facts = TurnFacts(turn.evidence, question, read_texts(chat), earlier, self._tool_descriptions())
             settled = await settle_answer(answer, facts, lambda request: self._ask_again(chat, answer, request, turn))
-        for delta in held if not settled.changed else [TextDelta(settled.answer)] if settled.answer else []:
+        # As streamed when shown as written (and the pieces are what was checked); else the shown answer whole.
+        as_written = not settled.changed and "".join(p.text for p in pieces) == settled.answer
+        for delta in pieces if as_written else [TextDelta(settled.answer)] if settled.answer else []:
             yield delta
         if settled.answer:
             new_messages.append(ChatMessageContent(role=AuthorRole.ASSISTANT, content=settled.answer))
         await self._sessions.append(session_id, principal, new_messages)
         yield TurnFinished(self._result(settled, turn))
+
+    async def _history(self, session_id: str, marker: str) -> ChatHistory:
+        """The system prompt and the session's stored history, trimmed and fenced anew."""
+        stored = await self._sessions.load(session_id)
+        chat = ChatHistory(system_message=system_prompt(marker))
+        chat.messages.extend(refenced(trim_history(stored, self._agent.history_tokens), marker))
+        return chat
+
+    def _bound_reached(self, turn: _Turn, guard: TurnGuard) -> str | None:
+        """Why the turn must stop after a round of tool calls, or None."""
+        if guard.repeated is not None:
+            return f"loop detected: {guard.repeated} repeated with the same arguments"
+        if turn.usage.prompt_tokens + turn.usage.completion_tokens > self._agent.token_budget:
+            return f"token budget of {self._agent.token_budget} exceeded"
+        if time.monotonic() > turn.deadline:
+            return f"deadline of {self._agent.deadline_seconds:g} s reached"
+        return None
 
     def _result(self, settled: Settled, turn: _Turn) -> TurnResult:
         review = settled.review
@@ -236,7 +254,7 @@ class TurnRunner:
         settings = self._execution_settings.model_copy(deep=True)
         settings.function_choice_behavior = FunctionChoiceBehavior.Auto(auto_invoke=False) if with_tools else None
         chunks: list[StreamingChatMessageContent] = []
-        sent_estimate = estimate_tokens("".join(str(m.content or "") + _items_text(m) for m in chat.messages))
+        sent_estimate = estimate_tokens("".join(str(m.content or "") + items_text(m) for m in chat.messages))
         try:
             async with asyncio.timeout(max(0.0, turn.deadline - time.monotonic())):
                 async for batch in self._service.get_streaming_chat_message_contents(
@@ -261,7 +279,7 @@ class TurnRunner:
         if prompt is None or completion is None:
             turn.usage.estimated = True
             prompt = sent_estimate
-            completion = estimate_tokens((message.content or "") + _items_text(message))
+            completion = estimate_tokens((message.content or "") + items_text(message))
         elif self._num_ctx and sent_estimate > self._num_ctx and prompt < sent_estimate * TRUNCATION_RATIO:
             turn.degraded_reason = turn.degraded_reason or (
                 f"the prompt was truncated by the model server (reported {prompt} prompt tokens, about "
@@ -279,7 +297,7 @@ class TurnRunner:
         turn: _Turn,
     ) -> AsyncIterator[TurnEvent]:
         for call in calls:
-            yield ToolCallStarted(call.id or "", call.name or "", _arguments_of(call))
+            yield ToolCallStarted(call.id or "", call.name or "", arguments_of(call))
         allowed = calls[:MAX_CALLS_PER_MESSAGE]
         reads = [c for c in allowed if self._is_read(c)]
         writes = [c for c in allowed if not self._is_read(c)]
@@ -304,8 +322,8 @@ class TurnRunner:
             text, record = done[call.id or ""]
             turn.records.append(record)
             capped = truncate(text, self._agent.max_tool_result_chars)
-            chat.add_message(_tool_message(call, fence(capped, turn.marker), record.status))
-            new_messages.append(_tool_message(call, capped))  # stored unfenced; fenced anew when replayed
+            chat.add_message(tool_message(call, fence(capped, turn.marker), record.status))
+            new_messages.append(tool_message(call, capped))  # stored unfenced; fenced anew when replayed
 
     def _is_read(self, call: FunctionCallContent) -> bool:
         return self._effect(call) is Effect.READ
@@ -322,7 +340,7 @@ class TurnRunner:
         self, call: FunctionCallContent, count: int, turn: _Turn
     ) -> tuple[FunctionCallContent, str, ToolCallRecord]:
         started = time.perf_counter()
-        arguments = _arguments_of(call)
+        arguments = arguments_of(call)
         rejection = self._rejection(call, arguments)
         if rejection is None and (call.index or 0) >= MAX_CALLS_PER_MESSAGE:
             rejection = (
@@ -361,9 +379,9 @@ class TurnRunner:
             name=call.name or "",
             arguments=arguments,
             status=outcome.status,
-            summary=_summary(outcome, result),
+            summary=call_summary(outcome, result),
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
-            approval_id=_approval_id(result) if outcome.status == "pending_approval" else None,
+            approval_id=approval_id_of(result) if outcome.status == "pending_approval" else None,
         )
         return call, text, record
 
@@ -376,110 +394,13 @@ class TurnRunner:
             )
         function = self._kernel.get_function(call.plugin_name, call.function_name)
         raw = call.arguments
-        if raw is not None and not isinstance(raw, dict) and not (isinstance(raw, str) and _is_json_object(raw)):
+        if raw is not None and not isinstance(raw, dict) and not (isinstance(raw, str) and is_json_object(raw)):
             return f'Arguments for {call.name} must be a JSON object, e.g. {{"pump_id": "PUMP-007"}}.'
         try:
             coerce_arguments(function.metadata, arguments)
         except ToolArgumentError as exc:
             return str(exc)
         return None
-
-
-def _tool_message(call: FunctionCallContent, text: str, status: str | None = None) -> ChatMessageContent:
-    """A tool result message; ``status`` (the call's outcome) travels as metadata a chat service may read."""
-    return ChatMessageContent(
-        role=AuthorRole.TOOL,
-        items=[
-            FunctionResultContent(
-                id=call.id,
-                name=call.name,
-                function_name=call.function_name,
-                plugin_name=call.plugin_name,
-                result=text,
-                metadata={STATUS_KEY: status} if status else {},
-            )
-        ],
-    )
-
-
-def _arguments_of(call: FunctionCallContent) -> dict[str, Any]:
-    if isinstance(call.arguments, dict):
-        return dict(call.arguments)
-    if isinstance(call.arguments, str) and _is_json_object(call.arguments):
-        return dict(json.loads(call.arguments))
-    return {}
-
-
-def _is_json_object(raw: str) -> bool:
-    try:
-        return isinstance(json.loads(raw), dict)
-    except ValueError:
-        return False
-
-
-def _summary(outcome: CallOutcome, result: ToolResult) -> str:
-    text, data = result.text, result.data
-    if outcome.status in {"error", "rejected"}:
-        return (outcome.error or text)[:160]
-    if not isinstance(data, dict):
-        return text[:120]
-    if outcome.status == "pending_approval":
-        return f"pending approval {data.get('approval_id', '')}".strip()
-    parts = []
-    for key in ("pump_id", "count", "status", "total_pumps", "projection"):
-        if key in data and not isinstance(data[key], dict | list):
-            parts.append(f"{key}={data[key]}")
-    return ", ".join(parts) or f"{len(text)} characters"
-
-
-def _approval_id(result: ToolResult) -> str | None:
-    """The approval id of a parked result's gate payload, when it has the ids' form."""
-    found = result.data.get("approval_id") if isinstance(result.data, dict) else None
-    return found if isinstance(found, str) and APPROVAL_ID.fullmatch(found) else None
-
-
-def _read_texts(chat: ChatHistory) -> list[str]:
-    """What the operator said and the tools returned in ``chat`` (not the assistant's own words, nor the system)."""
-    texts: list[str] = []
-    for message in chat.messages:
-        if message.role == AuthorRole.USER:
-            texts.append(message.content or "")
-        elif message.role == AuthorRole.TOOL:
-            texts.append(_items_text(message))
-    return texts
-
-
-def _items_text(message: ChatMessageContent) -> str:
-    parts = []
-    for item in message.items:
-        if isinstance(item, FunctionCallContent):
-            parts.append(f"{item.name}{item.arguments}")
-        elif isinstance(item, FunctionResultContent):
-            parts.append(str(item.result))
-    return "".join(parts)
-
-
-def _refenced(messages: Sequence[ChatMessageContent], marker: str) -> list[ChatMessageContent]:
-    """Stored history as sent again: earlier fences are neutralised and the results fenced anew."""
-    out: list[ChatMessageContent] = []
-    for message in messages:
-        if message.role != AuthorRole.TOOL:
-            out.append(message)
-            continue
-        items = [
-            FunctionResultContent(
-                id=i.id,
-                name=i.name,
-                function_name=i.function_name,
-                plugin_name=i.plugin_name,
-                result=fence(str(i.result), marker),
-            )
-            if isinstance(i, FunctionResultContent)
-            else i
-            for i in message.items
-        ]
-        out.append(ChatMessageContent(role=AuthorRole.TOOL, items=items))
-    return out
 
 
 def _describe_service_error(exc: BaseException) -> str:
