@@ -80,7 +80,16 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from checks.evidence import Evidence
-from checks.vocabulary import COMPARING_ABOVE, COMPARING_BELOW, ELSEWHERE_WORDS, LIMIT_WORDS, alternation
+from checks.vocabulary import (
+    COMPARING_ABOVE,
+    COMPARING_BELOW,
+    ELSEWHERE_WORDS,
+    LIMIT_WORDS,
+    NUMBERING_WORDS,
+    STANDARD_BODIES,
+    alternation,
+    choice,
+)
 from governance import APPROVAL_ID
 
 __all__ = [
@@ -105,11 +114,8 @@ _MONTH = (
     r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\b\.?"
 )
 _ORDINAL_SUFFIX = r"(?:st|nd|rd|th)?"
-_STANDARD_BODY = r"(?:ISO|IEC|EN|DIN|API|ANSI|ASME|ASTM|BS|NFPA|IEEE|NEMA|HI|UL|VDI|JIS)"
-_NUMBERING_WORDS = (
-    r"section|sec\.|chapter|clause|table|figure|fig\.|step|phase|stage|group|zone|category|item|page"
-    r"|appendix|annex|part|rev\.?|revision|version|ver\.|no\.|nr\.?"
-)
+_STANDARD_BODY = choice(STANDARD_BODIES)
+_NUMBERING_WORDS = choice(NUMBERING_WORDS, escape=False)
 
 # (pattern, lends_parts): spans blanked out before numbers are read; date and time spans lend their
 # digit runs as support when they occur in tool results or the question.

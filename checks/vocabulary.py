@@ -22,10 +22,12 @@ __all__ = [
     "KEEP_RUNNING_PHRASES",
     "LIMIT_WORDS",
     "MEASUREMENT_WORDS",
+    "NUMBERING_WORDS",
     "RANK_HIGHER",
     "RANK_LOWER",
     "SCOPING_WORDS",
     "SEVERITIES",
+    "STANDARD_BODIES",
     "TROUBLE_WORDS",
     "alternation",
     "choice",
@@ -44,6 +46,16 @@ SCOPING_WORDS = (
     "except", "excluding", "but", "however", "although", "though", "apart from", "aside from", "other than",
     "besides", "otherwise", "the rest", "the other", "the others", "other", "else", "further", "additional",
     "previous", "prior", "new", "more", "unacknowledged", "history", "remaining", "not everything", "not all",
+)  # fmt: skip
+
+# Grounding: the bodies whose standards' numbers are names, not quantities ("ISO 10816-3", "API 682"), and the
+# words after which a number is a reference ("Section 4.2", "step 3", "Zone 2"); regular expressions.
+STANDARD_BODIES = ("ISO", "IEC", "EN", "DIN", "API", "ANSI", "ASME", "ASTM", "BS", "NFPA", "IEEE", "NEMA", "HI",
+                   "UL", "VDI", "JIS")  # fmt: skip
+NUMBERING_WORDS = (
+    "section", r"sec\.", "chapter", "clause", "table", "figure", r"fig\.", "step", "phase", "stage", "group", "zone",
+    "category", "item", "page", "appendix", "annex", "part", r"rev\.?", "revision", "version", r"ver\.", r"no\.",
+    r"nr\.?",
 )  # fmt: skip
 
 # Grounding: words that bring something besides the one pump a sentence names into it (another pump, the fleet,
