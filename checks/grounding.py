@@ -6,8 +6,8 @@ results): an id nothing read is a record the model made up. The rules below are 
 
 After the final answer, every number in it is looked up among the numbers of the turn's tool
 results and the user's question. Numbers found nowhere are returned, as written in the answer, so
-the caller can list them as ``ungrounded``. Pure and dependency-free: regular expressions,
-``json`` and ``decimal`` only.
+the caller can list them as ``ungrounded``. The results come as the turn's `checks.evidence.Evidence`, each
+parsed once; the word lists are `checks.vocabulary`'s.
 
 Rules, in the order they apply:
 
@@ -73,13 +73,23 @@ settles nothing; so do a negation in the two words before, a percentage, and equ
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from checks.evidence import Evidence
+from checks.vocabulary import (
+    COMPARING_ABOVE,
+    COMPARING_BELOW,
+    ELSEWHERE_WORDS,
+    LIMIT_WORDS,
+    NUMBERING_WORDS,
+    STANDARD_BODIES,
+    alternation,
+    choice,
+)
 from governance import APPROVAL_ID
 
 __all__ = [
@@ -104,11 +114,8 @@ _MONTH = (
     r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\b\.?"
 )
 _ORDINAL_SUFFIX = r"(?:st|nd|rd|th)?"
-_STANDARD_BODY = r"(?:ISO|IEC|EN|DIN|API|ANSI|ASME|ASTM|BS|NFPA|IEEE|NEMA|HI|UL|VDI|JIS)"
-_NUMBERING_WORDS = (
-    r"section|sec\.|chapter|clause|table|figure|fig\.|step|phase|stage|group|zone|category|item|page"
-    r"|appendix|annex|part|rev\.?|revision|version|ver\.|no\.|nr\.?"
-)
+_STANDARD_BODY = choice(STANDARD_BODIES)
+_NUMBERING_WORDS = choice(NUMBERING_WORDS, escape=False)
 
 # (pattern, lends_parts): spans blanked out before numbers are read; date and time spans lend their
 # digit runs as support when they occur in tool results or the question.
@@ -194,7 +201,7 @@ class _Mention:
         return not self.signed and not self.percent and self.decimals == 0 and self.value <= SMALL_INTEGER_LIMIT
 
 
-def ungrounded_numbers(answer: str, tool_results: Sequence[str], question: str = "") -> list[str]:
+def ungrounded_numbers(answer: str, evidence: Evidence, question: str = "") -> list[str]:
     """Return the numbers in ``answer`` that neither the tool results nor the question support.
 
     See the module docstring for what counts as a number, what is ignored, and what counts as
@@ -203,7 +210,7 @@ def ungrounded_numbers(answer: str, tool_results: Sequence[str], question: str =
 
     Args:
         answer: The model's final answer for the turn.
-        tool_results: The text of every tool result of the turn, JSON or plain text.
+        evidence: The turn's tool results, each parsed once (JSON is walked, other text read as text).
         question: The user's question; numbers the user gave are support too.
 
     Returns:
@@ -214,8 +221,11 @@ def ungrounded_numbers(answer: str, tool_results: Sequence[str], question: str =
     if not mentions:
         return []
     support: set[Decimal] = set()
-    for result in tool_results:
-        _add_result_support(result, support)
+    for result in evidence.results:
+        if result.is_json:
+            _add_json_support(result.data, support)
+        else:
+            _add_text_support(result.text, support)
     _add_text_support(question, support)
     flagged: list[str] = []
     for mention in mentions:
@@ -259,17 +269,12 @@ def pump_key(text: str) -> tuple[str, str] | None:
 
 SENTENCE_BREAK = re.compile(r"(?<=[.!?;])\s+|\n+")
 """Where the answer checks split an answer into sentences (or list lines)."""
-_ELSEWHERE = re.compile(
-    r"\b(?:than|next|other|others|another|second|rest|compared|versus|vs|whereas|while|followed|respectively|each"
-    r"|unlike|not|fleet|all|any|overall|average|range|ranges|ranging|between|highest|lowest|maximum|minimum|max|min"
-    r"|most|least|worst|best|hottest|coolest|top)\b",
-    re.IGNORECASE,
-)
+_ELSEWHERE = re.compile(alternation(ELSEWHERE_WORDS), re.IGNORECASE)
 """Words that bring in something besides the one pump a sentence names (another pump, the fleet, a ranking, a
 negation): its numbers may be that thing's ("PUMP-004 is at 72 °C, below the fleet maximum of 81 °C")."""
 
 
-def misattributed_numbers(answer: str, tool_results: Sequence[str], question: str = "") -> list[str]:
+def misattributed_numbers(answer: str, evidence: Evidence, question: str = "") -> list[str]:
     """Return the numbers ``answer`` gives for one pump that the results give only for other pumps.
 
     See the module docstring for which sentences are judged. Each entry reads ``"81 for PUMP-006 (the results
@@ -278,13 +283,11 @@ def misattributed_numbers(answer: str, tool_results: Sequence[str], question: st
     scopes: dict[tuple[str, str] | None, set[Decimal]] = {None: set()}
     shown: dict[tuple[str, str], str] = {}
     names: dict[str, tuple[str, str]] = {}
-    for result in tool_results:
-        try:
-            data = json.loads(result)
-        except (ValueError, RecursionError):
-            _add_text_support(result, scopes[None])
-            continue
-        _add_scoped_support(data, scopes, shown, names)
+    for result in evidence.results:
+        if result.is_json:
+            _add_scoped_support(result.data, scopes, shown, names)
+        else:
+            _add_text_support(result.text, scopes[None])
     if len(shown) < 2:
         return []  # no other pump to confuse it with
     _add_text_support(question, scopes[None])
@@ -306,11 +309,9 @@ def misattributed_numbers(answer: str, tool_results: Sequence[str], question: st
 
 
 _COMPARING = re.compile(
-    r"\b(?:(?P<above>above|over|exceed(?:s|ed|ing)?|beyond|(?:higher|greater|more) than)"
-    r"|(?P<below>below|under|within|(?:lower|less) than))\b",
-    re.IGNORECASE,
+    rf"(?P<above>{alternation(COMPARING_ABOVE)})|(?P<below>{alternation(COMPARING_BELOW)})", re.IGNORECASE
 )
-_LIMIT = re.compile(r"\b(?:threshold|limit|boundary|level|set ?point|maximum|minimum)s?\b", re.IGNORECASE)
+_LIMIT = re.compile(alternation([*LIMIT_WORDS, *(w + "s" for w in LIMIT_WORDS)]), re.IGNORECASE)
 _NEGATED = re.compile(r"\b(?:not|never|no)\s+(?:\w+\s+)?$|n't\s+(?:\w+\s+)?$", re.IGNORECASE)
 _MARGIN_GAP = re.compile(r"^\s*[^\s,;:]{0,6}\s*$")
 """What may stand between a number and the comparing word when the number is a margin: its unit, if any."""
@@ -438,16 +439,6 @@ def _add_text_support(text: str, support: set[Decimal], lent_parts: set[Decimal]
     support.update(mention.value for mention in _mentions(masked))
     # Also every bare digit run, so ambiguous grouping ("[1,200]" in compact text) supports both readings.
     support.update(Decimal(run) for run in _DIGIT_RUN.findall(masked))
-
-
-def _add_result_support(result: str, support: set[Decimal]) -> None:
-    """Add the numbers of one tool result: JSON is walked value by value, anything else is read as text."""
-    try:
-        data = json.loads(result)
-    except (ValueError, RecursionError):
-        _add_text_support(result, support)
-        return
-    _add_json_support(data, support)
 
 
 def _add_json_support(data: object, support: set[Decimal]) -> None:

@@ -8,44 +8,39 @@ hotter; lower, less, smaller, cooler), and exactly one measurement named in the 
 flow, pressure, motor current). The first pump is the one said to be higher or lower. A negation or "respectively"
 in the sentence, a second measurement or a pump whose value the results do not give unambiguously settles nothing.
 
-The values come from the results' JSON: every object's ``value`` (or a trend's ``latest``) under the
-``pump_id`` and ``sensor_type`` it or an enclosing object gives. A pump given two different values of one
-measurement (an alarm's value at raise time beside the latest reading) is not judged. Pure: regular expressions
-and ``json`` only.
+The values are the turn's evidence readings (`checks.evidence.Evidence.readings`): every object's ``value`` (or a
+trend's ``latest``) under the ``pump_id`` and ``sensor_type`` it or an enclosing object gives. A pump given two
+different values of one measurement (an alarm's value at raise time beside the latest reading) is not judged.
+The word lists are `checks.vocabulary`'s.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Sequence
 
+from checks.evidence import Evidence
 from checks.grounding import RECORD_ID, SENTENCE_BREAK, pump_key, record_key
+from checks.vocabulary import MEASUREMENT_WORDS, RANK_HIGHER, RANK_LOWER, alternation
 
 __all__ = ["misranked_pumps"]
 
 _COMPARATIVE = re.compile(
-    r"\b(?:(?P<higher>higher|greater|more|larger|hotter|warmer)|(?P<lower>lower|less|smaller|cooler))\b"
-    r"(?:\s+[\w-]+){0,3}?\s+than\b",
+    rf"(?:(?P<higher>{alternation(RANK_HIGHER)})|(?P<lower>{alternation(RANK_LOWER)}))(?:\s+[\w-]+){{0,3}}?\s+than\b",
     re.IGNORECASE,
 )
 _NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b|\brespectively\b", re.IGNORECASE)
 _MEASUREMENTS = {
-    "vibration": re.compile(r"\bvibrat\w*", re.IGNORECASE),
-    "bearing_temperature": re.compile(r"\btemperatures?\b|\bhotter\b|\bcooler\b|\bwarmer\b", re.IGNORECASE),
-    "flow": re.compile(r"\bflows?\b", re.IGNORECASE),
-    "discharge_pressure": re.compile(r"\bpressures?\b", re.IGNORECASE),
-    "motor_current": re.compile(r"\bmotor currents?\b|\bcurrent draw\b|\bamps\b", re.IGNORECASE),
+    name: re.compile(alternation(words, escape=False).replace(" ", r"\s+"), re.IGNORECASE)
+    for name, words in MEASUREMENT_WORDS.items()
 }
-_VALUE_KEYS = ("value", "latest")
 
 
-def misranked_pumps(answer: str, tool_results: Sequence[str]) -> list[str]:
-    """The pump-against-pump comparisons of ``answer`` that ``tool_results`` contradict, described.
+def misranked_pumps(answer: str, evidence: Evidence) -> list[str]:
+    """The pump-against-pump comparisons of ``answer`` that ``evidence`` contradicts, described.
 
     Each entry reads ``"PUMP-004's vibration 7.8 is not higher than PUMP-007's 9.4"``; without duplicates, in order.
     """
-    values = _values(tool_results)
+    values = _values(evidence)
     flagged: dict[str, None] = {}
     for sentence in SENTENCE_BREAK.split(answer):
         pumps = [m for m in RECORD_ID.finditer(sentence) if (m.group("kind") or "").upper() == "PUMP"]
@@ -75,25 +70,11 @@ def _shown(value: float) -> str:
     return str(int(value)) if value.is_integer() else str(value)
 
 
-def _values(tool_results: Sequence[str]) -> dict[tuple[tuple[str, str], str], float]:
+def _values(evidence: Evidence) -> dict[tuple[tuple[str, str], str], float]:
     """Each (pump's `record_key`, measurement) the results give exactly one value of."""
     seen: dict[tuple[tuple[str, str], str], set[float]] = {}
-    for text in tool_results:
-        try:
-            data = json.loads(text)
-        except ValueError:
-            continue
-        stack: list[tuple[object, tuple[str, str] | None, str | None]] = [(data, None, None)]
-        while stack:
-            node, pump, sensor = stack.pop()
-            if isinstance(node, dict):
-                pump = pump_key(node["pump_id"]) if isinstance(node.get("pump_id"), str) else pump
-                sensor = node["sensor_type"] if isinstance(node.get("sensor_type"), str) else sensor
-                for key in _VALUE_KEYS:
-                    value = node.get(key)
-                    if pump and sensor and isinstance(value, int | float) and not isinstance(value, bool):
-                        seen.setdefault((pump, sensor), set()).add(float(value))
-                stack.extend((child, pump, sensor) for child in node.values() if isinstance(child, dict | list))
-            elif isinstance(node, list):
-                stack.extend((child, pump, sensor) for child in node)
+    for reading in evidence.readings:
+        key = pump_key(reading.pump) if reading.pump else None
+        if key is not None:
+            seen.setdefault((key, reading.quantity), set()).add(reading.value)
     return {key: next(iter(found)) for key, found in seen.items() if len(found) == 1}

@@ -24,8 +24,8 @@ alarms by any active alarm, or by those of the severities it names ("no critical
 answer reports anywhere (its id; or its severity and its pump; for a summary count, its severity) is not
 overlooked, whatever else the answer says.
 
-The alarms are read from the results' JSON: every object with an ``alarm_id`` and a ``severity`` that is not
-marked ``"active": false`` (alarm lists, a pump's ``active_alarms``, whose pump is the enclosing object's
+The alarms are the evidence's (`Evidence.active_alarms`): every object with an ``alarm_id`` and a ``severity``
+that is not marked ``"active": false`` (alarm lists, a pump's ``active_alarms``, whose pump is the enclosing object's
 ``pump_id``), and the fleet summary's ``active_alarms_by_severity`` counts when no listed alarm accounts for
 them.
 
@@ -38,18 +38,18 @@ wrote both, and a critical alarm called high is the same false comfort as an all
 The question side: `asks_for_reassurance` tells a terse question after the plant's state ("Anything wrong?",
 "Are we OK?", "Everything good?", "How are things?") from small talk ("How are you?", "All good, thanks.").
 Such a question can only be answered from data, yet the local model scores it as low as small talk and
-answers it from nothing; its routing therefore calls a read for it. Pure: regular expressions and ``json`` only.
+answers it from nothing; its routing therefore calls a read for it. The alarms come from the turn's
+`checks.evidence.Evidence`; the word lists are `checks.vocabulary`'s.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from checks.evidence import AlarmFact, Evidence
 from checks.grounding import RECORD_ID, SENTENCE_BREAK, record_key
+from checks.vocabulary import ALL_CLEAR_WORDS, SCOPING_WORDS, SEVERITIES, TROUBLE_WORDS, alternation, choice
 
 __all__ = ["DENIAL", "STATE_CLAIM", "asks_for_reassurance", "misstated_severities", "overlooked_alarms"]
 
@@ -64,11 +64,11 @@ _ADVERB = (
     r"going))*+"
 )
 # What an all-clear after results says: well, not merely up ("All pumps are online." answers a status question).
-_GOOD = r"fine|ok|okay|good|great|well|normal(?:ly)?|healthy|smooth(?:ly)?|stable|under control|in order"
+_GOOD = choice(ALL_CLEAR_WORDS)
 _WELL = rf"(?:{_GOOD}|clear)"
 # What the claim check counts before any data: up or working is a claim too.
 _STATE = rf"(?:{_WELL}|operational|functioning|working|online|as expected)"
-_TROUBLE = r"(?:problems|issues|alarms|faults|failures|concerns|errors|warnings|anomalies|wrong|trouble)"
+_TROUBLE = choice(TROUBLE_WORDS)
 
 
 def _said_to_be(state: str) -> str:
@@ -123,14 +123,9 @@ _ASKS_FOR_REASSURANCE = re.compile(
 )
 
 _ALL_CLEAR = re.compile(rf"(?P<claim>{_said_to_be(_WELL)})|(?P<denial>{DENIAL})", re.IGNORECASE)
-_SCOPED = re.compile(
-    r"\b(?:except|excluding|but|however|although|though|apart from|aside from|other than|besides|otherwise|"
-    r"the rest|the others?|other|else|further|additional|previous|prior|new|more|unacknowledged|history|"
-    r"remaining|not (?:everything|all))\b|\bpumps? (?:no\.?\s*|#)?\d",
-    re.IGNORECASE,
-)
+_SCOPED = re.compile(rf"{alternation(SCOPING_WORDS)}|\bpumps? (?:no\.?\s*|#)?\d", re.IGNORECASE)
 _ONE_THING = re.compile(r"^(?:they|(?:the|our) (?:pump |pumping )?(?:pump|station)\b(?!s))", re.IGNORECASE)
-_SEVERITIES = ("critical", "high", "medium", "low")
+_SEVERITIES = SEVERITIES
 _SERIOUS = frozenset({"critical", "high"})
 # A severity as a severity, followed by the end of the phrase or "severity", not by what was measured ("high
 # vibration", "low discharge pressure").
@@ -169,24 +164,8 @@ _ALL_OF_ONE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class _Alarm:
-    severity: str
-    pump: str | None
-    alarm_id: str | None  # None: a count from the fleet summary
-    count: int = 1
-    active: bool = True
-
-    def describe(self) -> str:
-        if self.alarm_id is None:
-            plural = "s" if self.count != 1 else ""
-            return f"{self.count} {self.severity} active alarm{plural} (fleet summary)"
-        on = f" on {self.pump}" if self.pump else ""
-        return f"{self.alarm_id} ({self.severity}{on})"
-
-
-def overlooked_alarms(answer: str, tool_texts: Sequence[str]) -> list[str]:
-    """Active alarms in ``tool_texts`` that an all-clear sentence of ``answer`` passes over, described.
+def overlooked_alarms(answer: str, evidence: Evidence) -> list[str]:
+    """Active alarms in ``evidence`` that an all-clear sentence of ``answer`` passes over, described.
 
     Each is ``"ALM-0001 (critical on PUMP-007)"``, or ``"1 high active alarm (fleet summary)"`` for a count
     no listed alarm accounts for; empty when the answer vouches for nothing, the results back it, or the answer
@@ -194,7 +173,7 @@ def overlooked_alarms(answer: str, tool_texts: Sequence[str]) -> list[str]:
     """
     answer = answer.replace("\u2019", "'")  # a typographic apostrophe: "We\u2019re good."
     told = _ALL_CLEAR.sub(" ", answer)  # what the answer reports besides its all-clear phrases
-    alarms = [a for a in _active_alarms(tool_texts) if not _reported(a, told)]
+    alarms = [a for a in evidence.active_alarms() if not _reported(a, told)]
     if not alarms:
         return []
     found: dict[str, None] = {}
@@ -215,8 +194,8 @@ def asks_for_reassurance(message: str) -> bool:
     return _ASKS_FOR_REASSURANCE.match(message.replace("\u2019", "'").strip()) is not None
 
 
-def misstated_severities(answer: str, tool_texts: Sequence[str]) -> list[str]:
-    """The alarms of ``tool_texts`` that ``answer`` gives the wrong severity, described.
+def misstated_severities(answer: str, evidence: Evidence) -> list[str]:
+    """The alarms of ``evidence`` that ``answer`` gives the wrong severity, described.
 
     ``"ALM-0002 is high, not critical"`` for an id told with another severity: in its own clause, within 60
     characters after it, before the next alarm or work-order id or the sentence's end; or as the alarm's kind just
@@ -225,7 +204,7 @@ def misstated_severities(answer: str, tool_texts: Sequence[str]) -> list[str]:
     speaks for their alarms only). Alarms the results do not hold, and severities told any other way, are not judged.
     """
     answer = answer.replace("\u2019", "'")
-    listed = _listed_alarms(list(_parsed(tool_texts)))
+    listed = _listed_alarms(evidence)
     found: dict[str, None] = {}
     for sentence in SENTENCE_BREAK.split(answer):
         if "respectively" in sentence.lower():
@@ -255,34 +234,17 @@ def misstated_severities(answer: str, tool_texts: Sequence[str]) -> list[str]:
     return list(found)
 
 
-def _listed_alarms(parsed: Sequence[tuple[Any, list[_Alarm]]]) -> dict[tuple[str, str], _Alarm]:
-    """Every alarm the `_parsed` results list, by the `record_key` of its id; an active listing wins.
-
-    An id that is no record id (``"ALM-\u00b2"``) is its own key, upper-cased.
-    """
-    listed: dict[tuple[str, str], _Alarm] = {}
-    for _, found in parsed:
-        for alarm in found:
-            alarm_id = alarm.alarm_id or ""
-            match = RECORD_ID.fullmatch(alarm_id)
-            key = record_key(match) if match else ("", alarm_id.upper())
-            if key not in listed or (alarm.active and not listed[key].active):
-                listed[key] = alarm
+def _listed_alarms(evidence: Evidence) -> dict[tuple[str, str], AlarmFact]:
+    """Every alarm the results list, by the `record_key` of its id (an id that is no record id is its own key)."""
+    listed: dict[tuple[str, str], AlarmFact] = {}
+    for alarm in evidence.alarm_list.values():
+        alarm_id = alarm.alarm_id or ""
+        match = RECORD_ID.fullmatch(alarm_id)
+        listed[record_key(match) if match else ("", alarm_id.upper())] = alarm
     return listed
 
 
-def _parsed(tool_texts: Sequence[str]) -> Iterator[tuple[Any, list[_Alarm]]]:
-    """Each result that is JSON, with the alarms it lists."""
-    for text in tool_texts:
-        try:
-            data = json.loads(text)
-            found = list(_walk(data, None))
-        except (ValueError, RecursionError):  # not JSON, or nested deeper than anyone writes
-            continue
-        yield data, found
-
-
-def _reported(alarm: _Alarm, told: str) -> bool:
+def _reported(alarm: AlarmFact, told: str) -> bool:
     """Whether ``told`` tells of ``alarm``: by its id, or by its severity and (unless a count) its pump."""
     if alarm.alarm_id is not None and re.search(rf"\b{re.escape(alarm.alarm_id)}\b", told, re.IGNORECASE):
         return True
@@ -296,7 +258,7 @@ def _pumps(text: str) -> set[str]:
     return {f"PUMP-{int(m.group('number')):03d}" for m in RECORD_ID.finditer(text) if m.group("kind").upper() == "PUMP"}
 
 
-def _contradicting(sentence: str, alarms: Sequence[_Alarm]) -> Iterator[_Alarm]:
+def _contradicting(sentence: str, alarms: Sequence[AlarmFact]) -> Iterator[AlarmFact]:
     """The alarms that contradict ``sentence``'s all-clear, if it holds an unscoped one."""
     match = _ALL_CLEAR.search(sentence)
     if match is None or _SCOPED.search(sentence) or _ONE_THING.match(match.group(0)):
@@ -316,47 +278,3 @@ def _contradicting(sentence: str, alarms: Sequence[_Alarm]) -> Iterator[_Alarm]:
         if pumps and (alarm.pump is None or alarm.pump not in pumps):
             continue  # a count from the summary says nothing about the pumps named
         yield alarm
-
-
-def _active_alarms(tool_texts: Sequence[str]) -> list[_Alarm]:
-    parsed = list(_parsed(tool_texts))  # each result's JSON read once
-    counts: dict[str, int] = {}
-    for data, _ in parsed:
-        for severity, count in _summary_counts(data).items():
-            counts[severity] = max(counts.get(severity, 0), count)
-    alarms = [alarm for alarm in _listed_alarms(parsed).values() if alarm.active]
-    for severity in (s for s in _SEVERITIES if s in counts):  # most severe first
-        unlisted = counts[severity] - sum(1 for a in alarms if a.severity == severity)
-        if unlisted > 0:
-            alarms.append(_Alarm(severity=severity, pump=None, alarm_id=None, count=unlisted))
-    return alarms
-
-
-def _walk(value: Any, pump: str | None) -> Iterator[_Alarm]:
-    if isinstance(value, list):
-        for item in value:
-            yield from _walk(item, pump)
-        return
-    if not isinstance(value, dict):
-        return
-    own_pump = value.get("pump_id")
-    if isinstance(own_pump, str):
-        pump = next(iter(_pumps(own_pump)), own_pump.upper())
-    severity = value.get("severity")
-    alarm_id = value.get("alarm_id")
-    if isinstance(alarm_id, str) and isinstance(severity, str) and severity.lower() in _SEVERITIES:
-        active = value.get("active", True) is not False
-        yield _Alarm(severity=severity.lower(), pump=pump, alarm_id=alarm_id, active=active)
-    for child in value.values():
-        yield from _walk(child, pump)
-
-
-def _summary_counts(value: Any) -> dict[str, int]:
-    counts = value.get("active_alarms_by_severity") if isinstance(value, dict) else None
-    if not isinstance(counts, dict):
-        return {}
-    return {
-        str(s).lower(): int(n)
-        for s, n in counts.items()
-        if str(s).lower() in _SEVERITIES and isinstance(n, int) and not isinstance(n, bool) and n > 0
-    }

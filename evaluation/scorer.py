@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -72,6 +73,8 @@ class TrialScore(BaseModel):
     passed: bool
     problems: list[str] = Field(default_factory=list)
     answer: str = ""  # the final answer as the operator read it, so a failure can be seen, not only counted
+    corrections: list[str] = Field(default_factory=list)
+    """What the turn's acting checks did before the answer was shown, as ``check: action``."""
 
 
 class CategoryScore(BaseModel):
@@ -92,6 +95,9 @@ class CategoryScore(BaseModel):
     latency_mean_s: float
     pass_1: float
     pass_k: float
+    corrections: dict[str, int] = Field(default_factory=dict)
+    """How many corrections the trials' turns made, by ``check: action`` (a retried or replaced answer still
+    counts as grounded when what was shown passed: this says how often the checks had to act)."""
 
 
 class MachineRates(BaseModel):
@@ -254,6 +260,7 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
         passed=passed,
         problems=problems,
         answer=answer,
+        corrections=[f"{c.check}: {c.action}" for c in result.corrections] if result is not None else [],
     )
 
 
@@ -295,6 +302,7 @@ def _aggregate(name: str, scores: Sequence[TrialScore], k: int) -> CategoryScore
         latency_mean_s=round(statistics.fmean(latencies), 2),
         pass_1=_mean(s.passed for s in scores) or 0.0,
         pass_k=_mean(pass_k) or 0.0,
+        corrections=dict(sorted(Counter(c for s in scores for c in s.corrections).items())),
     )
 
 

@@ -29,6 +29,17 @@ class Usage(BaseModel):
     estimated: bool = False
 
 
+class Correction(BaseModel):
+    """An answer check that acted on the turn's answer: what it found and what the turn did about it."""
+
+    check: str
+    """The check's name, e.g. ``unbacked_actions``, ``unsafe_reassurance``, ``off_topic``."""
+    finding: str
+    action: str
+    """``retried`` (the model answered again and passed), ``replaced`` (the answer was built from the evidence)
+    or ``refused`` (off-topic: the scoped refusal was given)."""
+
+
 class TurnResult(BaseModel):
     """The result of one turn (DESIGN.md "Turn result JSON")."""
 
@@ -41,6 +52,8 @@ class TurnResult(BaseModel):
     overlooked_alarms: list[str] = Field(default_factory=list)
     misstated_severities: list[str] = Field(default_factory=list)
     misstated_comparisons: list[str] = Field(default_factory=list)
+    corrections: list[Correction] = Field(default_factory=list)
+    """What the acting checks changed before the answer was shown; the warnings above are the shown answer's."""
     usage: Usage = Field(default_factory=Usage)
     session: str
 

@@ -6,6 +6,14 @@ back in call order. Calls still go through `kernel.invoke_function_call`, so AUT
 invocation filters apply. Calls SK would reject before any filter (unknown tool, bad arguments)
 are rejected here and audited by the runner. Bounds: model calls, tokens, wall clock, loop
 detection; hitting one ends the turn with ``degraded`` and the reason, never a hang.
+
+Each result is added once to the turn's `checks.evidence.Evidence` as it arrives; the answer checks read that.
+Nothing failing is shown: the text of every model round is held back, never streamed as it comes. A round that
+calls tools is not the answer, and its text is dropped; the answer round is checked when it ends
+(`turn.acting.settle_answer`) and then released, in the pieces the model streamed when it passed as written, or
+as one piece when the checks retried, replaced or refused it. The operator waits for the whole answer, and in
+exchange every answer shown has passed its checks, which need the whole answer (an alarm told in the last
+sentence excuses an all-clear in the first).
 """
 
 from __future__ import annotations
@@ -31,28 +39,18 @@ from semantic_kernel.contents.function_result_content import FunctionResultConte
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.exceptions import KernelException, ServiceException
 
-from checks.grounding import misattributed_numbers, misstated_comparisons, ungrounded_ids, ungrounded_numbers
-from checks.rankings import misranked_pumps
-from checks.reassurance import misstated_severities, overlooked_alarms
+from checks.evidence import Evidence
 from core.errors import PumpOpsError
 from governance.audit_log import RejectionRecorder
+from governance.effects import Effect
 from governance.identity import CallContext, acting_as, current_call
 from kernel_setup.arguments import ToolArgumentError, coerce_arguments
-from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.settings import AgentSettings
-from kernel_setup.shaping import (
-    NOTE_KEY,
-    STATUS_QUESTION,
-    fence,
-    new_marker,
-    parked_approval_id,
-    result_text,
-    system_prompt,
-    truncate,
-)
+from kernel_setup.shaping import STATUS_QUESTION, fence, new_marker, result_text, system_prompt, truncate
 from plugins.declarations import traits_of
+from turn.acting import Settled, TurnFacts, settle_answer
 from turn.events import (
     ModelCallFinished,
     ModelCallStarted,
@@ -64,6 +62,16 @@ from turn.events import (
     TurnFinished,
     TurnResult,
     Usage,
+)
+from turn.messages import (
+    approval_id_of,
+    arguments_of,
+    call_summary,
+    is_json_object,
+    items_text,
+    read_texts,
+    refenced,
+    tool_message,
 )
 from turn.policies import TurnPolicies
 from turn.sessions import SessionStore, new_session_id, trim_history
@@ -86,7 +94,8 @@ class _Turn:
     deadline: float
     usage: Usage = field(default_factory=Usage)
     records: list[ToolCallRecord] = field(default_factory=list)
-    tool_texts: list[str] = field(default_factory=list)
+    round_records: list[ToolCallRecord] = field(default_factory=list)  # the last round's calls, in call order
+    evidence: Evidence = field(default_factory=Evidence)
     degraded_reason: str | None = None
 
 
@@ -136,13 +145,11 @@ class TurnRunner:
         """
         session_id = session or new_session_id()
         turn = _Turn(session=session_id, marker=new_marker(), deadline=time.monotonic() + self._agent.deadline_seconds)
-        stored = await self._sessions.load(session_id)
-        chat = ChatHistory(system_message=system_prompt(turn.marker))
-        chat.messages.extend(_refenced(trim_history(stored, self._agent.history_tokens), turn.marker))
-        user = ChatMessageContent(role=AuthorRole.USER, content=question)
-        chat.add_message(user)
+        chat = await self._history(session_id, turn.marker)
+        earlier = read_texts(chat)  # what the session read before this question
+        chat.add_message(user := ChatMessageContent(role=AuthorRole.USER, content=question))
         new_messages: list[ChatMessageContent] = [user]
-        answer = ""
+        answer, pieces = "", list[TextDelta]()
         guard = TurnGuard()
         with acting_as(CallContext(principal=principal, session=session_id, door=door)), guarding(guard):
             if opening := self._policies.opening_calls(question, self._kernel):
@@ -152,10 +159,11 @@ class TurnRunner:
                 last = number == self._agent.max_model_calls
                 yield ModelCallStarted(number)
                 message: ChatMessageContent | None = None
+                held: list[TextDelta] = []
                 try:
                     async for item in self._model_call(chat, with_tools=not last, turn=turn):
                         if isinstance(item, TextDelta):
-                            yield item
+                            held.append(item)  # shown only once the answer has passed its checks
                         else:
                             message = item
                 except TimeoutError:
@@ -166,60 +174,128 @@ class TurnRunner:
                     number, turn.usage.prompt_tokens, turn.usage.completion_tokens, turn.usage.estimated
                 )
                 calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
-                if not calls:
-                    answer = message.content or ""
-                    new_messages.append(message)
+                if not calls:  # the answer round; a round that calls tools is not the answer, and its text is dropped
+                    answer, pieces = message.content or "", held
                     if not answer.strip():
                         turn.degraded_reason = turn.degraded_reason or "the model returned an empty answer"
                     break
                 chat.add_message(message)
                 new_messages.append(message)
-                done = len(turn.records)
-                async for event in self._run_calls(calls, chat, new_messages, turn):
+                async for event in self._policy_rounds(question, calls, chat, new_messages, turn):
                     yield event
-                made = [(r.name, r.arguments) for r in turn.records]
-                if follow_up := self._policies.follow_ups(question, made, self._kernel):
-                    done = len(turn.records)
-                    async for event in self._policy_round(follow_up, chat, new_messages, turn):
-                        yield event
-                if (coded := self._policies.answer_for(turn.records[done:])) is not None:
-                    answer = coded
-                    new_messages.append(ChatMessageContent(role=AuthorRole.ASSISTANT, content=coded))
-                    yield TextDelta(coded)
+                if (coded := self._policies.answer_for(turn.round_records)) is not None:
+                    answer, pieces = coded, []  # checked like any answer before it is shown
                     break
-                if guard.repeated is not None:
-                    turn.degraded_reason = f"loop detected: {guard.repeated} repeated with the same arguments"
-                    break
-                if turn.usage.prompt_tokens + turn.usage.completion_tokens > self._agent.token_budget:
-                    turn.degraded_reason = f"token budget of {self._agent.token_budget} exceeded"
-                    break
-                if time.monotonic() > turn.deadline:
-                    turn.degraded_reason = f"deadline of {self._agent.deadline_seconds:g} s reached"
+                if (bound := self._bound_reached(turn, guard)) is not None:
+                    turn.degraded_reason = bound
                     break
                 if number == self._agent.max_model_calls - 1:
                     turn.degraded_reason = (
                         f"model call limit of {self._agent.max_model_calls} reached; the last call had no tools"
                     )
+            # An id may come from earlier in the session: the operator's messages or the tools' results.
+            facts = TurnFacts(turn.evidence, question, read_texts(chat), earlier, self._tool_descriptions())
+            settled = await settle_answer(answer, facts, lambda request: self._ask_again(chat, answer, request, turn))
+        # As streamed when shown as written (and the pieces are what was checked); else the shown answer whole.
+        as_written = not settled.changed and "".join(p.text for p in pieces) == settled.answer
+        for delta in pieces if as_written else [TextDelta(settled.answer)] if settled.answer else []:
+            yield delta
+        if settled.answer:
+            new_messages.append(ChatMessageContent(role=AuthorRole.ASSISTANT, content=settled.answer))
         await self._sessions.append(session_id, principal, new_messages)
-        result = TurnResult(
-            answer=answer,
+        yield TurnFinished(self._result(settled, turn))
+
+    async def _policy_rounds(
+        self,
+        question: str,
+        calls: Sequence[FunctionCallContent],
+        chat: ChatHistory,
+        new_messages: list[ChatMessageContent],
+        turn: _Turn,
+    ) -> AsyncIterator[TurnEvent]:
+        """Run the model's ``calls``, then the follow-up reads the turn's policies add (`turn.policies`)."""
+        async for event in self._run_calls(calls, chat, new_messages, turn):
+            yield event
+        made = [(r.name, r.arguments) for r in turn.records]
+        if follow_up := self._policies.follow_ups(question, made, self._kernel):
+            async for event in self._policy_round(follow_up, chat, new_messages, turn):
+                yield event
+
+    async def _policy_round(
+        self,
+        calls: Sequence[FunctionCallContent],
+        chat: ChatHistory,
+        new_messages: list[ChatMessageContent],
+        turn: _Turn,
+        *,
+        note: str | None = None,
+    ) -> AsyncIterator[TurnEvent]:
+        """Run calls a policy made: they enter the conversation as the assistant's calls.
+
+        ``note`` (`kernel_setup.shaping.NOTE_KEY`) travels with their results, for a connector that words its
+        model's notes by it.
+        """
+        message = ChatMessageContent(role=AuthorRole.ASSISTANT, items=list(calls))
+        chat.add_message(message)
+        new_messages.append(message)
+        async for event in self._run_calls(calls, chat, new_messages, turn, note=note):
+            yield event
+
+    async def _history(self, session_id: str, marker: str) -> ChatHistory:
+        """The system prompt and the session's stored history, trimmed and fenced anew."""
+        stored = await self._sessions.load(session_id)
+        chat = ChatHistory(system_message=system_prompt(marker))
+        chat.messages.extend(refenced(trim_history(stored, self._agent.history_tokens), marker))
+        return chat
+
+    def _bound_reached(self, turn: _Turn, guard: TurnGuard) -> str | None:
+        """Why the turn must stop after a round of tool calls, or None."""
+        if guard.repeated is not None:
+            return f"loop detected: {guard.repeated} repeated with the same arguments"
+        if turn.usage.prompt_tokens + turn.usage.completion_tokens > self._agent.token_budget:
+            return f"token budget of {self._agent.token_budget} exceeded"
+        if time.monotonic() > turn.deadline:
+            return f"deadline of {self._agent.deadline_seconds:g} s reached"
+        return None
+
+    def _result(self, settled: Settled, turn: _Turn) -> TurnResult:
+        review = settled.review
+        return TurnResult(
+            answer=settled.answer,
             tool_calls=turn.records,
             degraded=turn.degraded_reason is not None,
             reason=turn.degraded_reason,
-            ungrounded=[
-                *ungrounded_numbers(answer, turn.tool_texts, question),
-                # An id may come from earlier in the session: the operator's messages or the tools' results.
-                *ungrounded_ids(answer, [*turn.tool_texts, *_read_texts(chat)], question),
-            ],
-            misattributed_numbers=misattributed_numbers(answer, turn.tool_texts, question),
-            overlooked_alarms=overlooked_alarms(answer, turn.tool_texts),
-            misstated_severities=misstated_severities(answer, turn.tool_texts),
-            # A number against a limit, and one pump against another on a measurement the results give both.
-            misstated_comparisons=[*misstated_comparisons(answer), *misranked_pumps(answer, turn.tool_texts)],
+            ungrounded=[*review.ungrounded_numbers, *review.ungrounded_ids],
+            misattributed_numbers=review.misattributed_numbers,
+            overlooked_alarms=review.overlooked_alarms,
+            misstated_severities=review.misstated_severities,
+            misstated_comparisons=review.misstated_comparisons,
+            corrections=settled.corrections,
             usage=turn.usage,
-            session=session_id,
+            session=turn.session,
         )
-        yield TurnFinished(result)
+
+    async def _ask_again(self, chat: ChatHistory, answer: str, request: str, turn: _Turn) -> str | None:
+        """One more model call without tools, after the stopped ``answer`` and the checks' ``request``."""
+        if time.monotonic() >= turn.deadline:
+            return None
+        chat.add_message(ChatMessageContent(role=AuthorRole.ASSISTANT, content=answer))
+        chat.add_message(ChatMessageContent(role=AuthorRole.USER, content=request))
+        message: ChatMessageContent | None = None
+        try:
+            async for item in self._model_call(chat, with_tools=False, turn=turn):
+                if not isinstance(item, TextDelta):
+                    message = item
+        except (TimeoutError, ChatServiceError):
+            return None  # the evidence answers instead
+        return message.content if message is not None else None
+
+    def _tool_descriptions(self) -> list[str]:
+        texts = []
+        for metadata in self._kernel.get_full_list_of_function_metadata():
+            texts.append(metadata.description or "")
+            texts.extend(p.description or "" for p in metadata.parameters)
+        return texts
 
     async def _model_call(
         self, chat: ChatHistory, *, with_tools: bool, turn: _Turn
@@ -227,7 +303,7 @@ class TurnRunner:
         settings = self._execution_settings.model_copy(deep=True)
         settings.function_choice_behavior = FunctionChoiceBehavior.Auto(auto_invoke=False) if with_tools else None
         chunks: list[StreamingChatMessageContent] = []
-        sent_estimate = estimate_tokens("".join(str(m.content or "") + _items_text(m) for m in chat.messages))
+        sent_estimate = estimate_tokens("".join(str(m.content or "") + items_text(m) for m in chat.messages))
         try:
             async with asyncio.timeout(max(0.0, turn.deadline - time.monotonic())):
                 async for batch in self._service.get_streaming_chat_message_contents(
@@ -252,7 +328,7 @@ class TurnRunner:
         if prompt is None or completion is None:
             turn.usage.estimated = True
             prompt = sent_estimate
-            completion = estimate_tokens((message.content or "") + _items_text(message))
+            completion = estimate_tokens((message.content or "") + items_text(message))
         elif self._num_ctx and sent_estimate > self._num_ctx and prompt < sent_estimate * TRUNCATION_RATIO:
             turn.degraded_reason = turn.degraded_reason or (
                 f"the prompt was truncated by the model server (reported {prompt} prompt tokens, about "
@@ -272,7 +348,7 @@ class TurnRunner:
         note: str | None = None,
     ) -> AsyncIterator[TurnEvent]:
         for call in calls:
-            yield ToolCallStarted(call.id or "", call.name or "", _arguments_of(call))
+            yield ToolCallStarted(call.id or "", call.name or "", arguments_of(call))
         allowed = calls[:MAX_CALLS_PER_MESSAGE]
         reads = [c for c in allowed if self._is_read(c)]
         writes = [c for c in allowed if not self._is_read(c)]
@@ -293,45 +369,31 @@ class TurnRunner:
             for call, text, record in await future:
                 done[call.id or ""] = (text, record)
                 yield ToolCallFinished(call.id or "", record)
+        turn.round_records = []
         for call in calls:  # results enter the history in call order, each naming its tool
             text, record = done[call.id or ""]
             turn.records.append(record)
-            turn.tool_texts.append(text)
+            turn.round_records.append(record)
             capped = truncate(text, self._agent.max_tool_result_chars)
-            chat.add_message(_tool_message(call, fence(capped, turn.marker), record.status, note))
-            new_messages.append(_tool_message(call, capped))  # stored unfenced; fenced anew when replayed
-
-    async def _policy_round(
-        self,
-        calls: Sequence[FunctionCallContent],
-        chat: ChatHistory,
-        new_messages: list[ChatMessageContent],
-        turn: _Turn,
-        *,
-        note: str | None = None,
-    ) -> AsyncIterator[TurnEvent]:
-        """Run calls a policy made (`turn.policies`): they enter the conversation as the assistant's calls.
-
-        ``note`` (`NOTE_KEY`) travels with their results, for a connector that words its model's notes by it.
-        """
-        message = ChatMessageContent(role=AuthorRole.ASSISTANT, items=list(calls))
-        chat.add_message(message)
-        new_messages.append(message)
-        async for event in self._run_calls(calls, chat, new_messages, turn, note=note):
-            yield event
+            chat.add_message(tool_message(call, fence(capped, turn.marker), record.status, note))
+            new_messages.append(tool_message(call, capped))  # stored unfenced; fenced anew when replayed
 
     def _is_read(self, call: FunctionCallContent) -> bool:
+        return self._effect(call) is Effect.READ
+
+    def _effect(self, call: FunctionCallContent) -> Effect:
+        """The function's declared effect; an unknown function is rejected without running, so it reads nothing."""
         try:
             function = self._kernel.get_function(call.plugin_name, call.function_name)
         except KernelException:
-            return True  # will be rejected without running
-        return traits_of(function).read_only
+            return Effect.READ
+        return traits_of(function).effect
 
     async def _run_one(
         self, call: FunctionCallContent, count: int, turn: _Turn
     ) -> tuple[FunctionCallContent, str, ToolCallRecord]:
         started = time.perf_counter()
-        arguments = _arguments_of(call)
+        arguments = arguments_of(call)
         rejection = self._rejection(call, arguments)
         if rejection is None and (call.index or 0) >= MAX_CALLS_PER_MESSAGE:
             rejection = (
@@ -365,13 +427,14 @@ class TurnRunner:
                 text = json.dumps({"error": outcome.error or raw})
             else:
                 text = raw
+        result = turn.evidence.add(call.name or "", text, status=outcome.status, effect=self._effect(call))
         record = ToolCallRecord(
             name=call.name or "",
             arguments=arguments,
             status=outcome.status,
-            summary=_summary(outcome, text),
+            summary=call_summary(outcome, result),
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
-            approval_id=(parked_approval_id(text) or None) if outcome.status == "pending_approval" else None,
+            approval_id=approval_id_of(result) if outcome.status == "pending_approval" else None,
         )
         return call, text, record
 
@@ -384,109 +447,13 @@ class TurnRunner:
             )
         function = self._kernel.get_function(call.plugin_name, call.function_name)
         raw = call.arguments
-        if raw is not None and not isinstance(raw, dict) and not (isinstance(raw, str) and _is_json_object(raw)):
+        if raw is not None and not isinstance(raw, dict) and not (isinstance(raw, str) and is_json_object(raw)):
             return f'Arguments for {call.name} must be a JSON object, e.g. {{"pump_id": "PUMP-007"}}.'
         try:
             coerce_arguments(function.metadata, arguments)
         except ToolArgumentError as exc:
             return str(exc)
         return None
-
-
-def _tool_message(
-    call: FunctionCallContent, text: str, status: str | None = None, note: str | None = None
-) -> ChatMessageContent:
-    """A tool result message; ``status`` (its outcome) and ``note`` travel as metadata a chat service may read."""
-    return ChatMessageContent(
-        role=AuthorRole.TOOL,
-        items=[
-            FunctionResultContent(
-                id=call.id,
-                name=call.name,
-                function_name=call.function_name,
-                plugin_name=call.plugin_name,
-                result=text,
-                metadata={key: value for key, value in ((STATUS_KEY, status), (NOTE_KEY, note)) if value},
-            )
-        ],
-    )
-
-
-def _arguments_of(call: FunctionCallContent) -> dict[str, Any]:
-    if isinstance(call.arguments, dict):
-        return dict(call.arguments)
-    if isinstance(call.arguments, str) and _is_json_object(call.arguments):
-        return dict(json.loads(call.arguments))
-    return {}
-
-
-def _is_json_object(raw: str) -> bool:
-    try:
-        return isinstance(json.loads(raw), dict)
-    except ValueError:
-        return False
-
-
-def _summary(outcome: CallOutcome, text: str) -> str:
-    if outcome.status in {"error", "rejected"}:
-        return (outcome.error or text)[:160]
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text[:120]
-    if not isinstance(data, dict):
-        return text[:120]
-    if outcome.status == "pending_approval":
-        return f"pending approval {data.get('approval_id', '')}".strip()
-    parts = []
-    for key in ("pump_id", "count", "status", "total_pumps", "projection"):
-        if key in data and not isinstance(data[key], dict | list):
-            parts.append(f"{key}={data[key]}")
-    return ", ".join(parts) or f"{len(text)} characters"
-
-
-def _read_texts(chat: ChatHistory) -> list[str]:
-    """What the operator said and the tools returned in ``chat`` (not the assistant's own words, nor the system)."""
-    texts: list[str] = []
-    for message in chat.messages:
-        if message.role == AuthorRole.USER:
-            texts.append(message.content or "")
-        elif message.role == AuthorRole.TOOL:
-            texts.append(_items_text(message))
-    return texts
-
-
-def _items_text(message: ChatMessageContent) -> str:
-    parts = []
-    for item in message.items:
-        if isinstance(item, FunctionCallContent):
-            parts.append(f"{item.name}{item.arguments}")
-        elif isinstance(item, FunctionResultContent):
-            parts.append(str(item.result))
-    return "".join(parts)
-
-
-def _refenced(messages: Sequence[ChatMessageContent], marker: str) -> list[ChatMessageContent]:
-    """Stored history as sent again: earlier fences are neutralised and the results fenced anew."""
-    out: list[ChatMessageContent] = []
-    for message in messages:
-        if message.role != AuthorRole.TOOL:
-            out.append(message)
-            continue
-        items = [
-            FunctionResultContent(
-                id=i.id,
-                name=i.name,
-                function_name=i.function_name,
-                plugin_name=i.plugin_name,
-                result=fence(str(i.result), marker),
-            )
-            if isinstance(i, FunctionResultContent)
-            else i
-            for i in message.items
-        ]
-        out.append(ChatMessageContent(role=AuthorRole.TOOL, items=items))
-    return out
 
 
 def _describe_service_error(exc: BaseException) -> str:

@@ -90,7 +90,7 @@ class TurnRenderer:
 
 
 def turn_flags(result: TurnResult) -> list[str]:
-    """The warnings under an answer, as rich markup: degraded, unverified numbers or ids, alarms misread."""
+    """The notes under an answer, as rich markup: degraded, unverified numbers or ids, alarms misread, corrections."""
     flags: list[str] = []
     if result.degraded:
         flags.append(f"[bold yellow]⚠ degraded:[/] {escape(result.reason or 'unknown')}")
@@ -98,7 +98,25 @@ def turn_flags(result: TurnResult) -> list[str]:
             flags.append("[bold yellow]⚠ no answer within the turn's bounds[/]")
     for label, found in result.doubts():
         flags.append(f"[bold yellow]⚠ {escape(label)}:[/] {escape('; '.join(found))}")
+    flags += [f"[bold cyan]✎ {escape(line)}[/]" for line in correction_notes(result)]
     return flags
+
+
+_CORRECTED = {
+    "retried": "answer corrected: the first answer failed a check and the model answered again",
+    "replaced": "answer replaced: it failed its checks twice; shown instead is what the tool results say",
+    "refused": "question refused: it is outside this plant's pumps, alarms and manuals",
+}
+
+
+def correction_notes(result: TurnResult) -> list[str]:
+    """One plain note per thing the turn's checks did to the answer (none when it was shown as written)."""
+    notes = []
+    for action, text in _CORRECTED.items():
+        found = [c.finding for c in result.corrections if c.action == action]
+        if found:
+            notes.append(f"{text} ({'; '.join(found)})" if action != "refused" else text)
+    return notes
 
 
 def usage_line(result: TurnResult) -> str:

@@ -1,10 +1,22 @@
 """Groundedness check: numbers in a final answer that no tool result or the question supports."""
 
 import json
+from collections.abc import Sequence
 
 import pytest
 
-from checks.grounding import misattributed_numbers, misstated_comparisons, ungrounded_ids, ungrounded_numbers
+from checks import grounding
+from checks.evidence import Evidence
+from checks.grounding import misstated_comparisons, ungrounded_ids
+
+
+def ungrounded_numbers(answer: str, texts: Sequence[str], question: str = "") -> list[str]:
+    return grounding.ungrounded_numbers(answer, Evidence.of(texts), question)
+
+
+def misattributed_numbers(answer: str, texts: Sequence[str], question: str = "") -> list[str]:
+    return grounding.misattributed_numbers(answer, Evidence.of(texts), question)
+
 
 PUMP_STATUS = json.dumps(
     {

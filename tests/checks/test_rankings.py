@@ -1,10 +1,17 @@
 """Pump-against-pump comparisons the tool results contradict (`checks.rankings`)."""
 
 import json
+from collections.abc import Sequence
 
 import pytest
 
-from checks.rankings import misranked_pumps
+from checks import rankings
+from checks.evidence import Evidence
+
+
+def misranked_pumps(answer: str, texts: Sequence[str]) -> list[str]:
+    return rankings.misranked_pumps(answer, Evidence.of(texts))
+
 
 READINGS = json.dumps(
     {

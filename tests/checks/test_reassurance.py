@@ -5,10 +5,22 @@ state is told from small talk.
 """
 
 import json
+from collections.abc import Sequence
 
 import pytest
 
-from checks.reassurance import asks_for_reassurance, misstated_severities, overlooked_alarms
+from checks import reassurance
+from checks.evidence import Evidence
+from checks.reassurance import asks_for_reassurance
+
+
+def overlooked_alarms(answer: str, texts: Sequence[str]) -> list[str]:
+    return reassurance.overlooked_alarms(answer, Evidence.of(texts))
+
+
+def misstated_severities(answer: str, texts: Sequence[str]) -> list[str]:
+    return reassurance.misstated_severities(answer, Evidence.of(texts))
+
 
 ALARMS = json.dumps(
     {

@@ -288,62 +288,74 @@ async def test_a_fabricated_number_is_reported_as_ungrounded(settings: Settings)
     assert result.ungrounded == ["12.7"]
 
 
-async def test_an_all_clear_the_results_contradict_names_the_alarms_it_passed_over(settings: Settings) -> None:
+async def test_an_all_clear_the_results_contradict_is_replaced_by_the_alarms_it_passed_over(settings: Settings) -> None:
     fake = ScriptedOllama(
         [
             reply(tool_calls=[call("alarms-list_alarms")]),
             reply("Everything is fine. There are 5 active alarms."),
+            reply("All good, nothing to report."),
         ]
     )
     result = await run_turn(settings, fake, "Anything wrong?")
-    assert result.ungrounded == []  # the number is right; the reassurance is not
-    assert result.overlooked_alarms == ["ALM-0001 (critical on PUMP-007)", "ALM-0002 (high on PUMP-004)"]
+    assert [(c.check, c.finding, c.action) for c in result.corrections] == [
+        ("overlooked_alarms", "ALM-0001 (critical on PUMP-007)", "replaced"),
+        ("overlooked_alarms", "ALM-0002 (high on PUMP-004)", "replaced"),
+    ]
+    assert "ALM-0001 (critical) on PUMP-007, vibration; ALM-0002 (high) on PUMP-004" in result.answer
+    assert result.overlooked_alarms == [] and result.ungrounded == []  # what was shown passes
     honest = ScriptedOllama(
         [
             reply(tool_calls=[call("alarms-list_alarms")]),
             reply("PUMP-007 has a critical alarm and PUMP-004 a high one; the other pumps are fine."),
         ]
     )
-    assert (await run_turn(settings, honest, "Anything wrong?")).overlooked_alarms == []
+    passed = await run_turn(settings, honest, "Anything wrong?")
+    assert passed.overlooked_alarms == [] and passed.corrections == [] and passed.answer.startswith("PUMP-007 has")
 
 
-async def test_an_alarm_told_with_another_severity_than_its_result_is_listed(settings: Settings) -> None:
+async def test_an_alarm_told_with_another_severity_is_asked_for_again_and_the_right_answer_shown(
+    settings: Settings,
+) -> None:
+    right = "ALM-0001 is critical on PUMP-007 and ALM-0002 (high) is on PUMP-004."
     fake = ScriptedOllama(
         [
             reply(tool_calls=[call("alarms-list_alarms")]),
             reply("ALM-0001 is critical on PUMP-007 and ALM-0002 (medium) is on PUMP-004."),
+            reply(right),
         ]
     )
     result = await run_turn(settings, fake, "Which alarms are active?")
-    assert result.misstated_severities == ["ALM-0002 is high, not medium"] and result.overlooked_alarms == []
+    assert [(c.check, c.finding, c.action) for c in result.corrections] == [
+        ("misstated_severities", "ALM-0002 is high, not medium", "retried")
+    ]
+    assert result.answer == right and result.misstated_severities == []
+    assert "ALM-0002 is high, not medium" in fake.requests[2]["messages"][-1]["content"]
 
 
-async def test_one_pump_compared_with_another_the_wrong_way_round_is_listed(settings: Settings) -> None:
+async def test_one_pump_compared_with_another_the_wrong_way_round_is_corrected(settings: Settings) -> None:
     # The eval's answer to "Compare the vibration of PUMP-004 and PUMP-007." (7.8 and 9.4 mm/s in the sample fleet).
     readings = [
         call("sensors-get_sensor_readings", sensor_type="vibration", pump_id="PUMP-004"),
         call("sensors-get_sensor_readings", sensor_type="vibration", pump_id="PUMP-007"),
     ]
-    fake = ScriptedOllama(
-        [reply(tool_calls=readings), reply("The vibration of PUMP-004 is higher than that of PUMP-007.")]
-    )
+    wrong = "The vibration of PUMP-004 is higher than that of PUMP-007."
+    fake = ScriptedOllama([reply(tool_calls=readings), reply(wrong), reply("PUMP-007 vibrates more than PUMP-004.")])
     result = await run_turn(settings, fake, "Compare the vibration of PUMP-004 and PUMP-007.")
-    assert result.ungrounded == [] and result.misattributed_numbers == []
-    assert result.misstated_comparisons == ["PUMP-004's vibration 7.8 is not higher than PUMP-007's 9.4"]
+    assert [(c.finding, c.action) for c in result.corrections] == [
+        ("PUMP-004's vibration 7.8 is not higher than PUMP-007's 9.4", "retried")
+    ]
+    assert result.answer == "PUMP-007 vibrates more than PUMP-004." and result.misstated_comparisons == []
     right = ScriptedOllama([reply(tool_calls=readings), reply("PUMP-007 vibrates more than PUMP-004.")])
     assert (await run_turn(settings, right, "Compare them.")).misstated_comparisons == []
 
 
-async def test_a_value_compared_with_its_threshold_the_wrong_way_round_is_listed(settings: Settings) -> None:
+async def test_a_value_compared_with_its_threshold_the_wrong_way_round_is_corrected(settings: Settings) -> None:
     details = call("assets-get_pump_details", pump_id="PUMP-007")
-    fake = ScriptedOllama(
-        [
-            reply(tool_calls=[details]),
-            reply("PUMP-007's bearing is at 81 °C, which is above the alarm threshold of 85 °C."),
-        ]
-    )
+    wrong = "PUMP-007's bearing is at 81 °C, which is above the alarm threshold of 85 °C."
+    fake = ScriptedOllama([reply(tool_calls=[details]), reply(wrong), reply(wrong)])
     result = await run_turn(settings, fake, "How is PUMP-007's bearing?")
-    assert result.ungrounded == [] and result.misstated_comparisons == ["81 is not above 85"]
+    assert [(c.finding, c.action) for c in result.corrections] == [("81 is not above 85", "replaced")]
+    assert "PUMP-007 bearing temperature: 81 °C (alarm threshold 85)." in result.answer
     right = ScriptedOllama(
         [reply(tool_calls=[details]), reply("PUMP-007's bearing is at 81 °C, below the alarm threshold of 85 °C.")]
     )
@@ -367,13 +379,18 @@ async def test_a_record_id_the_session_never_read_is_ungrounded(settings: Settin
         [
             reply(tool_calls=[call("alarms-list_alarms")]),
             reply("ALM-0001 on PUMP-007 is critical; ALM-0006 on PUMP-009 is low."),
+            reply("ALM-0001 on PUMP-007 is critical."),
         ]
     )
     result = await run_turn(settings, fake, "Which alarms are active?")
-    assert result.ungrounded == ["ALM-0006", "PUMP-009"]  # neither is in the alarm list
+    # Neither id is in the alarm list: the model is asked again, and its second answer is shown.
+    assert [(c.finding, c.action) for c in result.corrections] == [("ALM-0006", "retried"), ("PUMP-009", "retried")]
+    assert result.answer == "ALM-0001 on PUMP-007 is critical." and result.ungrounded == []
     # A follow-up may name what an earlier turn read, or what the operator said, without a new call.
     follow = ScriptedOllama([reply("ALM-0001 is on PUMP-007; PUMP-012 was your example.")])
     later = await run_turn(settings, follow, "Which pump was ALM-0001 on? Not PUMP-012?", session=result.session)
     assert later.ungrounded == []
-    invented = ScriptedOllama([reply("It is on PUMP-003.")])
-    assert (await run_turn(settings, invented, "Which pump?", session=result.session)).ungrounded == ["PUMP-003"]
+    assert later.corrections == []
+    invented = ScriptedOllama([reply("It is on PUMP-003."), reply("It is on PUMP-007.")])
+    again = await run_turn(settings, invented, "Which pump?", session=result.session)
+    assert [(c.finding, c.action) for c in again.corrections] == [("PUMP-003", "retried")]

@@ -14,6 +14,7 @@ from semantic_kernel.contents.chat_history import ChatHistory
 from chat.local.qwen_format import PARKED_NOTE
 from chat.local.service import LocalChatCompletion
 from chat.local.settings import LocalChatPromptExecutionSettings, Route
+from checks.scope import REFUSAL
 from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import fence, parked_approval_id
@@ -95,7 +96,7 @@ async def test_a_fence_line_copied_from_the_prompt_never_reaches_the_operator(tm
     # fence line, marker and all.
     poem = ["Here is a poem:\n\n<<UNTRU", "STED-DATA ukgyehjflg>>", "\nThe sea is vast,\n", "<</UNTRUSTED-DATA x>>"]
     engine = ScriptedEngine(["no_tool", poem])
-    result, events = await run(tmp_path, engine, "Can you write me a poem about the sea?")
+    result, events = await run(tmp_path, engine, "Can you write me a poem about the pumps?")
     assert result.answer == "Here is a poem:\n\nThe sea is vast,\n"
     assert "UNTRUSTED" not in "".join(e.text for e in events if isinstance(e, TextDelta))
 
@@ -233,11 +234,9 @@ async def test_just_above_the_start_threshold_an_off_topic_message_gets_no_call(
     result, _ = await run(
         tmp_path, engine, "What is the capital of France?", LocalChatCompletion(engine, relevance=trivia)
     )
-    assert (
-        result.tool_calls == []
-        and result.answer.startswith("Paris")
-        and trivia.asked == ["What is the capital of France?"]
-    )
+    assert result.tool_calls == [] and trivia.asked == ["What is the capital of France?"]
+    # The turn's off-topic check then refuses the model's answer to it.
+    assert result.answer == REFUSAL and [(c.check, c.action) for c in result.corrections] == [("off_topic", "refused")]
     assert len(engine.requests) == 1 and not engine.requests[0]["prompt"].endswith('{"name": "')
 
     # Between the off-topic and the relevance thresholds the start threshold decides, as without relevance.

@@ -122,15 +122,18 @@ def test_degraded_turns_and_unverified_numbers_are_flagged(tmp_path: Path) -> No
     assert "⚠ unverified numbers or ids (found in no tool result): 12.7" in text
 
 
-def test_an_all_clear_over_active_alarms_is_flagged_under_the_answer(tmp_path: Path) -> None:
-    fake = ScriptedOllama([reply("All pumps are running normally.")])  # the turn read the summary first
+def test_an_all_clear_over_active_alarms_is_replaced_and_the_chat_notes_the_correction(tmp_path: Path) -> None:
+    vouching = reply("All pumps are running normally.")
+    fake = ScriptedOllama([vouching, dict(vouching)])  # the turn read the summary first (a status question)
     code, output = chat(write_settings(tmp_path), fake, ["Are we OK?"])
     assert code == 0
-    text = " ".join(normalized(output).split())  # the warning wraps at the terminal's width
-    assert "pumpops> All pumps are running normally. ⚠ the answer says all is well" in text
+    text = " ".join(normalized(output).split())  # the note wraps at the terminal's width
+    assert "running normally" not in text.split("✎")[0]  # the failing answer was never shown
+    assert "pumpops> The model's answer did not match this turn's tool results" in text
+    assert "Active alarms, most severe first: 1 critical active alarm (fleet summary)" in text
     assert (
-        "⚠ the answer says all is well, but the tool results show active alarms: "
-        "1 critical active alarm (fleet summary); 1 high active alarm (fleet summary)"
+        "✎ answer replaced: it failed its checks twice; shown instead is what the tool results say "
+        "(1 critical active alarm (fleet summary); 1 high active alarm (fleet summary))"
     ) in text
 
 
@@ -321,3 +324,19 @@ def test_ask_and_chat_print_the_same_flags_under_a_degraded_empty_answer(tmp_pat
         assert "⚠ degraded: deadline of 5 s reached [/]" in text  # the reason is escaped, not read as markup
         assert "⚠ no answer within the turn's bounds" in text
         assert "session s · 0 model calls · 0+0 tokens" in text
+
+
+def test_ask_notes_each_kind_of_correction_under_the_answer_and_prints_them_in_json(tmp_path: Path) -> None:
+    from turn.events import Correction
+
+    cli, buffer = make_cli(write_settings(tmp_path))
+    result = TurnResult(
+        answer="No action was carried out in this turn.",
+        corrections=[Correction(check="unbacked_actions", finding="'I have approved it.': nothing", action="replaced")],
+        session="s",
+    )
+    print_footer(cli, result)
+    text = " ".join(buffer.getvalue().split())
+    assert "✎ answer replaced: it failed its checks twice" in text and "'I have approved it.': nothing" in text
+    dumped = json.loads(result.model_dump_json())["corrections"]
+    assert dumped == [{"check": "unbacked_actions", "finding": "'I have approved it.': nothing", "action": "replaced"}]

@@ -1,0 +1,97 @@
+"""The answer code builds from the evidence when the model's answer failed its checks twice.
+
+It says plainly what the turn's results show, nothing more: the writes executed and those parked for approval
+(with their approval ids), or that nothing was done; each pump's vibration zone of C or worse with its value,
+unit and the zone's meaning from the ISO table; the active alarms, most severe first; the readings of the pumps
+a comparison named. Every number and id in it is copied from the results, so it passes the checks it replaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from checks.evidence import Evidence, Reading, canonical_id
+from checks.grounding import RECORD_ID
+from checks.review import Finding
+from twin.iso10816 import Zone
+
+__all__ = ["evidence_answer"]
+
+_MAX_ALARMS = 8
+_MAX_READINGS = 6
+
+
+def evidence_answer(evidence: Evidence, findings: Sequence[Finding], question: str) -> str:
+    """What the results show, as plain sentences, in place of an answer that ``findings`` stopped."""
+    checks = {f.check for f in findings}
+    lines = ["The model's answer did not match this turn's tool results, so here is what they show."]
+    lines += _actions(evidence, told_nothing="unbacked_actions" in checks)
+    lines += _zones(evidence)
+    lines += _alarms(evidence)
+    if "misstated_comparisons" in checks:
+        lines += _readings(evidence, [question, *(f.finding for f in findings)])
+    if len(lines) == 1:
+        ran = sorted({r.tool for r in evidence.results if r.tool})
+        lines.append(f"Tools run: {', '.join(ran)}." if ran else "No tool ran in this turn.")
+    return "\n".join(lines)
+
+
+def _actions(evidence: Evidence, *, told_nothing: bool) -> list[str]:
+    lines = []
+    for action in evidence.actions:
+        approval = f" (approval {action.approval_id})" if action.approval_id else ""
+        subject = f" for {', '.join(action.records)}" if action.records else ""
+        if action.executed:
+            lines.append(f"Executed: {action.tool}{subject}{approval}.")
+        elif action.parked:
+            lines.append(
+                f"Submitted for a supervisor's approval, not yet carried out: {action.tool}{approval}. "
+                "A supervisor decides it with `pumpops approvals`."
+            )
+        else:
+            lines.append(f"Not carried out: {action.tool} ({action.status}).")
+    if told_nothing and not any(a.executed for a in evidence.actions):
+        lines.append(
+            "No action was carried out in this turn. Approving parked actions is a supervisor's decision "
+            "(`pumpops approvals`), and nothing here starts, stops or resets equipment."
+        )
+    return lines
+
+
+def _zones(evidence: Evidence) -> list[str]:
+    lines = []
+    for zone in sorted(evidence.zones.values(), key=lambda z: (z.zone.value, z.pump), reverse=True):
+        if zone.zone not in (Zone.C, Zone.D):
+            continue
+        value = f"vibration {zone.value_mm_s:g} mm/s, " if zone.value_mm_s is not None else ""
+        lines.append(f"{zone.pump}: {value}ISO 10816-3 zone {zone.zone.value} ({zone.meaning}).")
+    return lines
+
+
+def _alarms(evidence: Evidence) -> list[str]:
+    alarms = evidence.active_alarms()
+    if not alarms:
+        return []
+    told = []
+    for alarm in alarms[:_MAX_ALARMS]:
+        if alarm.alarm_id is None:
+            told.append(alarm.describe())
+            continue
+        on = f" on {alarm.pump}" if alarm.pump else ""
+        what = f", {alarm.quantity.replace('_', ' ')}" if alarm.quantity else ""
+        told.append(f"{alarm.alarm_id} ({alarm.severity}){on}{what}")
+    more = f" and {len(alarms) - _MAX_ALARMS} more" if len(alarms) > _MAX_ALARMS else ""
+    return [f"Active alarms, most severe first: {'; '.join(told)}{more}."]
+
+
+def _readings(evidence: Evidence, texts: Sequence[str]) -> list[str]:
+    named = {canonical_id(m.group(0)) for t in texts for m in RECORD_ID.finditer(t) if m.group("kind")}
+    latest: dict[tuple[str, str], Reading] = {}
+    for reading in evidence.readings:
+        if reading.pump in named and reading.unit is not None:
+            latest.setdefault((reading.pump, reading.quantity), reading)
+    lines = []
+    for (pump, quantity), reading in sorted(latest.items())[:_MAX_READINGS]:
+        threshold = f" (alarm threshold {reading.threshold:g})" if reading.threshold is not None else ""
+        lines.append(f"{pump} {quantity.replace('_', ' ')}: {reading.value:g} {reading.unit}{threshold}.")
+    return lines
