@@ -123,6 +123,8 @@ class AgentSettings(_Section):
     history_tokens: int = Field(default=4_000, ge=200, le=1_000_000)
     status_questions: bool = True
     """A terse question after the plant's state ("Anything wrong?") reads the fleet summary first (`turn.policies`)."""
+    claim_check: bool = True
+    """An answer before any tool ran that speaks for the plant's data is not shown: the fleet summary is read first."""
     follow_up_calls: bool = True
     """Values the operator named that no call asked for, and the manuals asked about, get one more read."""
     parked_answer: bool = True

@@ -11,6 +11,9 @@ does not need it.
   asked for get the same read again with each value ("PUMP-001 and PUMP-002" after PUMP-001's details), and a
   message asking what the manuals say gets the manuals search when the turn has not searched them
   (`turn.follow_up`). Only reads follow up: a second write nobody quite asked for is left to the operator.
+* **Claims without data.** An answer written before any tool ran that speaks for the plant's data or names a tool
+  ("No problems.", "There are no active alarms", "check the assets-get_system_summary": `checks.claims.data_claim`)
+  shows the model took the question to need data: it is never shown; the turn reads the fleet summary and asks again.
 * **Parked actions.** A round whose every call was parked for a supervisor is answered by code, with the gate's own
   approval ids: "Waiting for a supervisor's approval as APR-…; nothing has been done yet." No model call can leave
   the id out, invent one or promise a run.
@@ -29,9 +32,11 @@ from typing import Any
 
 from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
+from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.function_call_content import FunctionCallContent
 from semantic_kernel.exceptions import KernelException
 
+from checks.claims import data_claim
 from checks.reassurance import asks_for_reassurance
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
 from plugins.declarations import traits_of
@@ -53,6 +58,7 @@ class TurnPolicies:
     """Which policies a turn applies, and the tools they call (full names, ``plugin-function``)."""
 
     status_questions: bool = True
+    claim_check: bool = True
     follow_up_calls: bool = True
     parked_answer: bool = True
     status_tool: str = FLEET_SUMMARY_TOOL
@@ -63,6 +69,14 @@ class TurnPolicies:
         if not self.status_questions or not asks_for_reassurance(question) or not _is_read(kernel, self.status_tool):
             return []
         return [policy_call(self.status_tool, {})]
+
+    def claim_calls(self, answer: ChatMessageContent, question: str, kernel: Kernel) -> list[FunctionCallContent]:
+        """The read an answer written before any tool ran calls for, when it speaks for data (`data_claim`)."""
+        if not self.claim_check or not _is_read(kernel, self.status_tool):
+            return []
+        names = [m.fully_qualified_name for m in kernel.get_full_list_of_function_metadata()]
+        claim = data_claim(answer.content or "", names, asked=question)
+        return [policy_call(self.status_tool, {})] if claim is not None else []
 
     def follow_ups(self, question: str, made: Sequence[Call], kernel: Kernel) -> list[FunctionCallContent]:
         """The reads the operator's ``question`` still needs after the calls ``made`` this turn (none when covered).

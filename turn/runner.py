@@ -122,6 +122,7 @@ class TurnRunner:
         self._num_ctx = num_ctx
         self._policies = TurnPolicies(
             status_questions=agent.status_questions,
+            claim_check=agent.claim_check,
             follow_up_calls=agent.follow_up_calls,
             parked_answer=agent.parked_answer,
         )
@@ -174,17 +175,25 @@ class TurnRunner:
                     number, turn.usage.prompt_tokens, turn.usage.completion_tokens, turn.usage.estimated
                 )
                 calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
-                if not calls:  # the answer round; a round that calls tools is not the answer, and its text is dropped
+                # An answer written before the conversation read any data.
+                unread = not (calls or last) and not any(m.role == AuthorRole.TOOL for m in chat.messages)
+                claim = self._policies.claim_calls(message, question, self._kernel) if unread else []
+                if calls:
+                    chat.add_message(message)
+                    new_messages.append(message)
+                    async for event in self._policy_rounds(question, calls, chat, new_messages, turn):
+                        yield event
+                    if (coded := self._policies.answer_for(turn.round_records)) is not None:
+                        answer, pieces = coded, []  # checked like any answer before it is shown
+                        break
+                elif claim:
+                    # An answer before any data that speaks for the data: never shown; the turn reads, and asks again.
+                    async for event in self._policy_round(claim, chat, new_messages, turn, note=STATUS_QUESTION):
+                        yield event
+                else:  # the answer round; a round that calls tools is not the answer, and its text is dropped
                     answer, pieces = message.content or "", held
                     if not answer.strip():
                         turn.degraded_reason = turn.degraded_reason or "the model returned an empty answer"
-                    break
-                chat.add_message(message)
-                new_messages.append(message)
-                async for event in self._policy_rounds(question, calls, chat, new_messages, turn):
-                    yield event
-                if (coded := self._policies.answer_for(turn.round_records)) is not None:
-                    answer, pieces = coded, []  # checked like any answer before it is shown
                     break
                 if (bound := self._bound_reached(turn, guard)) is not None:
                     turn.degraded_reason = bound

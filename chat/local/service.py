@@ -21,12 +21,8 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    then the arguments are decoded under their grammars.
    The calls come back as `FunctionCallContent` items; the runner executes them (and the turn's follow-up
    calls, `turn.policies`, fill in what the operator named that they did not ask for).
-3. **Answer.** Free generation, streamed token by token. When routing chose to answer and the conversation
-   holds no tool result yet, the opening (its first sentence) is held back and checked first: one that
-   vouches for the plant or names a tool (`data_claim`: "No problems.", "check the assets-get_system_summary")
-   shows the model took the question to need data, so the turn calls a tool instead, its name and arguments
-   under grammars and the name among the reads (``claim_check``; the request's kernel declares which tools
-   only read; terse questions like "Anything wrong?" score far under the routing line). Tool results are read
+3. **Answer.** Free generation, streamed token by token (the turn holds it back until its checks pass, and
+   an answer that speaks for data it never read makes the turn read first: `turn.policies`). Tool results are read
    as compact text (`compact_result`: the same values, about a third fewer prompt tokens than JSON), because on two
    cores reading a result is most of a turn's time.
 
@@ -63,9 +59,7 @@ from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.function_call_content import FunctionCallContent
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.contents.streaming_text_content import StreamingTextContent
-from semantic_kernel.kernel import Kernel
 
-from chat.local.claim_check import data_claim, opening_complete
 from chat.local.grammar import (
     NAME_OPENING,
     TOOL_CALL_CLOSE,
@@ -77,10 +71,9 @@ from chat.local.grammar import (
     identifiers,
     route_grammar,
     tool_calls_grammar,
-    tool_function,
     tool_name_grammar,
 )
-from chat.local.history import conversation_text, has_results, last_user_text, to_prompt_messages
+from chat.local.history import conversation_text, last_user_text, to_prompt_messages
 from chat.local.inference import Usage, generate
 from chat.local.llama_engine import CompletionEngine
 from chat.local.qwen_format import (
@@ -94,7 +87,6 @@ from chat.local.settings import LocalChatPromptExecutionSettings, Relevance, Rou
 from kernel_setup.shaping import (
     FenceScrubber,
 )
-from plugins.declarations import traits_of
 
 if TYPE_CHECKING:
     from semantic_kernel.connectors.ai.function_call_choice_configuration import FunctionCallChoiceConfiguration
@@ -153,36 +145,6 @@ class LocalChatCompletion(ChatCompletionClientBase):
 
         return update
 
-    async def get_chat_message_contents(
-        self, chat_history: ChatHistory, settings: PromptExecutionSettings, **kwargs: Any
-    ) -> list[ChatMessageContent]:
-        """Answer ``chat_history``; the request's ``kernel`` tells which of its tools only read."""
-        return await super().get_chat_message_contents(chat_history, self._with_reads(settings, kwargs), **kwargs)
-
-    async def get_streaming_chat_message_contents(
-        self, chat_history: ChatHistory, settings: PromptExecutionSettings, **kwargs: Any
-    ) -> AsyncGenerator[list[StreamingChatMessageContent], Any]:
-        """Stream the answer to ``chat_history``; the request's ``kernel`` tells which of its tools only read."""
-        own = self._with_reads(settings, kwargs)
-        async for batch in super().get_streaming_chat_message_contents(chat_history, own, **kwargs):
-            yield batch
-
-    def _with_reads(self, settings: PromptExecutionSettings, kwargs: Mapping[str, Any]) -> PromptExecutionSettings:
-        """``settings`` as this service's, with `read_tools` from the kernel's declarations (unchanged without one)."""
-        kernel = kwargs.get("kernel")
-        if not isinstance(kernel, Kernel):
-            return settings
-        own = settings
-        if not isinstance(own, LocalChatPromptExecutionSettings):
-            own = self.get_prompt_execution_settings_from_settings(settings)
-        reads = [
-            function.fully_qualified_name
-            for plugin in kernel.plugins.values()
-            for function in plugin.functions.values()
-            if traits_of(function).read_only
-        ]
-        return own.model_copy(update={"read_tools": reads})
-
     def _reset_function_choice_settings(self, settings: PromptExecutionSettings) -> None:
         if isinstance(settings, LocalChatPromptExecutionSettings):
             settings.tools = None
@@ -214,20 +176,15 @@ class LocalChatCompletion(ChatCompletionClientBase):
         # Tools are considered right after the user spoke; after tool results the model answers, unless
         # `route_after_results` (the 1.5B model then repeats its last call, a loop the runner stops).
         after_results = settings.routing and settings.route_after_results and last_role == AuthorRole.TOOL
-        check_claims = False
         if tools and (last_role == AuthorRole.USER or after_results):
-            calls, answering = await self._opening(prompt, chat_history, tools, settings, usage)
-            if calls:
+            if calls := await self._opening(prompt, chat_history, tools, settings, usage):
                 yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
                 return
-            check_claims = (
-                answering and settings.claim_check and last_role == AuthorRole.USER and not has_results(chat_history)
-            )
-        async for pieces in self._answer(prompt, chat_history, tools, settings, usage, check_claims=check_claims):
-            if isinstance(pieces, list):
-                yield [self._calls_chunk(pieces, function_invoke_attempt, usage)]
-                return
-            yield [self._chunk([self._text_item(pieces)], function_invoke_attempt)]
+        pieces = generate(
+            self._engine, prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1
+        )
+        async for piece in _without_fences(pieces):
+            yield [self._chunk([self._text_item(piece)], function_invoke_attempt)]
         yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]
 
     async def _opening(
@@ -237,8 +194,8 @@ class LocalChatCompletion(ChatCompletionClientBase):
         tools: Sequence[Mapping[str, Any]],
         settings: LocalChatPromptExecutionSettings,
         usage: Usage,
-    ) -> tuple[list[ParsedCall], bool]:
-        """The calls the turn opens with, and whether native routing chose to answer (no calls, no fallback)."""
+    ) -> list[ParsedCall]:
+        """The calls the model opens its turn with (none: it answers)."""
         names = [str(t["function"]["name"]) for t in tools]
         said = Mentions.of(conversation_text(chat_history), nouns=enum_words(tools))
         # Routing and calls are decoded greedily: sampling only added calls nobody asked for (a second,
@@ -247,18 +204,17 @@ class LocalChatCompletion(ChatCompletionClientBase):
         if not settings.routing:
             grammar = tool_calls_grammar(tools, max_calls=MAX_PARALLEL_CALLS, said=said)
             text = await self._text(prompt, grammar, settings.max_call_tokens, greedy, usage)
-            return parse_tool_calls(text, tools, said), False
+            return parse_tool_calls(text, tools, said)
         # Native routing: the model's own first-token mass on opening a call, from the cached prompt.
         route = await self._route(prompt, chat_history, tools, settings)
         if route is None:
             asking = routing_prompt(prompt, tools, last_user_text(chat_history))
             choice = (await self._text(asking, route_grammar(names), ROUTE_TOKENS, greedy, usage)).strip()
             usage.prompt += max(0, await asyncio.to_thread(self._engine.count_tokens, asking) - usage.prompt)
-            calls = await self._calls_of(prompt, choice, tools, said, greedy, usage) if choice in names else []
-            return calls, False
+            return await self._calls_of(prompt, choice, tools, said, greedy, usage) if choice in names else []
         usage.completion += 1
         if not route.call:
-            return [], True
+            return []
         # The call's fixed opening goes in the prompt (read in one batch). First the whole call without a grammar,
         # kept if the grammar would have allowed it (`strict_tool_calls`).
         hints = call_hints(tools, said, identifiers(last_user_text(chat_history)))
@@ -268,60 +224,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
             written += "\n" + TOOL_CALL_CLOSE  # its own closing tag is a special token, which reads back as no text
         calls = strict_tool_calls(written, tools, said, max_calls=MAX_PARALLEL_CALLS)
         # Otherwise constrained: the name under a grammar of the names, then its arguments.
-        return calls or await self._named_calls(prompt, names, tools, said, greedy, usage), False
-
-    async def _answer(
-        self,
-        prompt: str,
-        chat_history: ChatHistory,
-        tools: Sequence[Mapping[str, Any]],
-        settings: LocalChatPromptExecutionSettings,
-        usage: Usage,
-        *,
-        check_claims: bool,
-    ) -> AsyncGenerator[str | list[ParsedCall], None]:
-        """The answer's pieces; with ``check_claims``, calls instead when its opening speaks for data it never read.
-
-        Routing chose to answer, and nothing has been read yet: the opening is held back until it can be judged. One
-        that vouches for the plant or names a tool (`data_claim`) shows the model took the question to need data
-        ("Anything wrong?" -> "No problems."): a read is called instead (its name and arguments under grammars).
-        """
-
-        def answering() -> AsyncGenerator[str, None]:
-            pieces = generate(
-                self._engine, prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1
-            )
-            return _without_fences(pieces)
-
-        answer = answering()
-        held: list[str] = []
-        if check_claims:
-            cut = False
-            opening = ""
-            async for piece in answer:
-                held.append(piece)
-                opening += piece
-                if opening_complete(opening, len(held)):
-                    cut = True
-                    break
-            names = [str(t["function"]["name"]) for t in tools]
-            if data_claim(opening, names, asked=last_user_text(chat_history)) is not None:
-                await answer.aclose()
-                if cut:  # a finished answer has counted its pieces already
-                    usage.completion += len(held)
-                said = Mentions.of(conversation_text(chat_history), nouns=enum_words(tools))
-                greedy = settings.model_copy(update={"temperature": 0.0})
-                calls = await self._read_calls(prompt, tools, said, settings, greedy, usage)
-                if calls:
-                    yield calls
-                    return
-                # No call could be written after all: the answer is generated afresh, nothing is cut short.
-                held = []
-                answer = answering()
-        for piece in held:
-            yield piece
-        async for piece in answer:
-            yield piece
+        return calls or await self._named_calls(prompt, names, tools, said, greedy, usage)
 
     async def route(self, chat_history: ChatHistory, settings: LocalChatPromptExecutionSettings) -> Route | None:
         """How native routing decides the next turn of ``chat_history`` with ``settings.tools``; None without a scorer.
@@ -377,23 +280,6 @@ class LocalChatCompletion(ChatCompletionClientBase):
         named = await self._text(prompt + NAME_OPENING, tool_name_grammar(names), ROUTE_TOKENS, greedy, usage)
         choice = named.rstrip('"')
         return await self._calls_of(prompt, choice, tools, said, greedy, usage) if choice in names else []
-
-    async def _read_calls(
-        self,
-        prompt: str,
-        tools: Sequence[Mapping[str, Any]],
-        said: Mentions,
-        settings: LocalChatPromptExecutionSettings,
-        greedy: LocalChatPromptExecutionSettings,
-        usage: Usage,
-    ) -> list[ParsedCall]:
-        """A call among the reads (`read_tools`; all tools when unknown), its name and arguments under grammars.
-
-        What a claim about the plant's state asks for is data, never a change (a write would be parked).
-        """
-        readable = _reads(tools, settings)
-        names = [str(t["function"]["name"]) for t in readable]
-        return await self._named_calls(prompt, names, readable, said, greedy, usage) if readable else []
 
     async def _calls_of(
         self,
@@ -451,11 +337,6 @@ class LocalChatCompletion(ChatCompletionClientBase):
     ) -> str:
         pieces = generate(self._engine, prompt, grammar, max_tokens, settings, usage, hints=hints)
         return "".join([piece async for piece in pieces])
-
-
-def _reads(tools: Sequence[Mapping[str, Any]], settings: LocalChatPromptExecutionSettings) -> list[Mapping[str, Any]]:
-    """The ``tools`` the kernel declares reads (`read_tools`); all of them when that is unknown."""
-    return [t for t in tools if settings.read_tools is None or tool_function(t).get("name") in settings.read_tools]
 
 
 async def _without_fences(pieces: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:

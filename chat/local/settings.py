@@ -33,11 +33,7 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     borderline_margin: float = Field(default=0.35, ge=0.0)
     off_topic_relevance: float = Field(default=0.25, ge=0.0, le=1.0)
     route_after_results: bool = False
-    claim_check: bool = True
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
-    read_tools: list[str] | None = Field(default=None, exclude=True)
-    """The advertised tools declared reads (`traits_of`), set from the request's kernel; the claim check calls
-    only these (None: any advertised tool)."""
 
 
 @dataclass(frozen=True)

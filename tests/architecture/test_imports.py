@@ -27,13 +27,6 @@ LAYERS: list[set[str]] = [
 PACKAGES = {name for layer in LAYERS for name in layer}
 RANK = {name: rank for rank, layer in enumerate(LAYERS) for name in layer}
 
-# Arrows back up that the one-pipeline move has not taken out yet: the local connector's claim check still holds an
-# answer's opening back and judges it with the checks' word lists. Each entry is (importer module, imported module).
-PENDING_UPWARD = {
-    ("chat.local.claim_check", "checks.grounding"),
-    ("chat.local.claim_check", "checks.reassurance"),
-}
-
 
 def _module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts
@@ -71,15 +64,9 @@ def test_no_package_imports_a_package_above_it() -> None:
         (module, target)
         for module, targets in _imports().items()
         for target in targets
-        if RANK[target.split(".")[0]] < RANK[module.split(".")[0]] and (module, target) not in PENDING_UPWARD
+        if RANK[target.split(".")[0]] < RANK[module.split(".")[0]]
     )
     assert upward == [], "imports pointing up the house (see LAYERS): " + ", ".join(f"{a} -> {b}" for a, b in upward)
-
-
-def test_the_pending_upward_imports_still_exist() -> None:
-    graph = _imports()
-    gone = sorted(pair for pair in PENDING_UPWARD if pair[1] not in graph.get(pair[0], set()))
-    assert gone == [], f"no longer imported, take them out of PENDING_UPWARD: {gone}"
 
 
 def test_the_module_import_graph_has_no_cycle() -> None:

@@ -99,7 +99,7 @@ class LocalDriver:
                 LocalChatCompletion(engine),
                 app.settings.agent,
                 SessionStore(app.db),
-                execution_settings=LocalChatPromptExecutionSettings(claim_check=False),
+                execution_settings=LocalChatPromptExecutionSettings(),
                 rejections=app.audit,
                 num_ctx=8192,
             )
@@ -137,8 +137,24 @@ async def test_a_status_question_reads_the_fleet_summary_before_the_model_answer
 async def test_with_status_questions_off_the_model_answers_a_status_question_itself(
     model: Driver, tmp_path: Path
 ) -> None:
-    settings = make_settings(tmp_path, StatusQuestions=False)
+    settings = make_settings(tmp_path, StatusQuestions=False, ClaimCheck=False)
     outcome = await model.run(settings, "Anything wrong?", ["Nothing I know of."])
+    assert outcome.result.tool_calls == [] and outcome.model_calls == 1
+
+
+async def test_an_answer_vouching_for_the_plant_before_any_read_is_never_shown_and_the_turn_reads_first(
+    model: Driver, tmp_path: Path
+) -> None:
+    settings = make_settings(tmp_path, StatusQuestions=False)  # the claim alone, not the question's wording
+    outcome = await model.run(settings, "Should I be worried?", ["No problems.", "PUMP-007 has a critical alarm."])
+    assert calls_of(outcome.result) == [(FLEET_SUMMARY_TOOL, {}, "ok")]
+    assert outcome.result.answer == "PUMP-007 has a critical alarm." and outcome.model_calls == 2
+    assert "No problems." not in outcome.shown[1]  # the claim is not part of the conversation
+
+
+async def test_with_the_claim_check_off_a_vouching_answer_before_any_read_stands(model: Driver, tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, StatusQuestions=False, ClaimCheck=False)
+    outcome = await model.run(settings, "Should I be worried?", ["No problems."])
     assert outcome.result.tool_calls == [] and outcome.model_calls == 1
 
 

@@ -474,33 +474,6 @@ def test_without_grammar_tokens_the_grammar_holds_to_the_end() -> None:
     assert len(llama.requests) == 1 and llama.requests[0]["grammar"] == "compiled-grammar"
 
 
-async def test_an_answer_that_vouches_for_the_plant_without_data_becomes_a_call(tmp_path: Path) -> None:
-    engine = ScoringEngine(
-        [
-            ["No problems. ", "How can I ", "assist you today?", " More text."],  # the answer, held back
-            'alarms-list_alarms"',  # the name, under the names' grammar
-            "{}}\n</tool_call>",  # its arguments, under the tool's grammar
-            ["PUMP-007 has a critical alarm."],  # round 2: the answer from the result
-        ],
-        scores=[-3.0],  # far under the routing line: no call at first
-    )
-    result, events = await run(tmp_path, engine, "Should I be worried?", temperature=0.7, seed=2)
-    assert [(c.name, c.status) for c in result.tool_calls] == [("alarms-list_alarms", "ok")]
-    assert result.answer == "PUMP-007 has a critical alarm."
-    # Nothing of the held opening reached the operator.
-    assert [e.text for e in events if isinstance(e, TextDelta)] == ["PUMP-007 has a critical alarm."]
-    held, name, arguments, answer = engine.requests
-    assert held["grammar"].startswith("root ::= [^{<`") and held["temperature"] == 0.7
-    assert name["prompt"] == held["prompt"] + '<tool_call>\n{"name": "' and name["temperature"] == 0.0
-    assert '"alarms-list_alarms"' in name["grammar"]
-    assert arguments["prompt"].endswith('{"name": "alarms-list_alarms", "arguments": ')
-    assert "<tool_response>" in answer["prompt"]
-    # A claim asks for data, never for a change: the names offered are the kernel's reads, no write among them.
-    assert '"work_orders-list_work_orders"' in name["grammar"] and "create_work_order" not in name["grammar"]
-    assert "create_work_order" not in arguments["grammar"]
-    assert "work_orders-create_work_order" in held["prompt"]  # although the prompt's tool list advertises it
-
-
 async def test_small_talk_and_status_questions_with_the_setting_off_are_left_to_the_model(tmp_path: Path) -> None:
     asked: list[tuple[str, dict[str, Any]]] = [
         ("How are you?", {}),
@@ -509,8 +482,8 @@ async def test_small_talk_and_status_questions_with_the_setting_off_are_left_to_
     ]
     for question, agent in asked:
         engine = ScoringEngine([["I'm here to help with the pumps."]], scores=[-3.2])
-        settings = make_settings(tmp_path, **agent)
-        result, _ = await run(tmp_path, engine, question, settings=settings, claim_check=False)
+        settings = make_settings(tmp_path, ClaimCheck=False, **agent)
+        result, _ = await run(tmp_path, engine, question, settings=settings)
         assert result.tool_calls == [] and len(engine.requests) == 1, question
 
 
@@ -532,8 +505,8 @@ async def test_an_opening_may_repeat_the_record_id_the_operator_named(tmp_path: 
 
 async def test_without_the_claim_check_or_after_tool_results_a_vouching_answer_stands(tmp_path: Path) -> None:
     engine = ScoringEngine([["Yes, we're good."]], scores=[-3.0])
-    settings = make_settings(tmp_path, StatusQuestions=False)
-    result, _ = await run(tmp_path, engine, "Are we OK?", settings=settings, claim_check=False)
+    settings = make_settings(tmp_path, StatusQuestions=False, ClaimCheck=False)
+    result, _ = await run(tmp_path, engine, "Are we OK?", settings=settings)
     assert result.tool_calls == [] and result.answer == "Yes, we're good." and len(engine.requests) == 1
 
     # Once the conversation holds a tool result the model speaks from it: no check on the follow-up.

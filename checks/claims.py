@@ -1,10 +1,10 @@
 """Claims an answer written without tool results cannot back: the plant's state, or the tools themselves.
 
-The 1.5B local model sometimes answers a terse operator question without calling a tool and vouches for
-the plant ("No problems.", "Yes, we're good.", "No, the system is functioning well.") or tells the
-operator which tool to use ("check the assets-get_system_summary"). Either way its own answer shows it
-took the question to need the plant's data. `data_claim` finds such a phrase in an answer's opening (held
-back until `opening_complete`); the local service then calls a tool instead of streaming the answer.
+A model may answer a terse operator question without calling a tool and vouch for the plant ("No problems.",
+"Yes, we're good.", "No, the system is functioning well.") or tell the operator which tool to use ("check the
+assets-get_system_summary"). Either way its own answer shows it took the question to need the plant's data.
+`data_claim` finds such a phrase; the turn (`turn.policies`) then reads the plant's state and asks again, so the
+claim is never shown.
 
 What counts, case-insensitive:
 
@@ -39,12 +39,7 @@ from checks.grounding import ungrounded_ids
 from checks.reassurance import DENIAL, STATE_CLAIM
 from kernel_setup.shaping import FENCE_WORD
 
-__all__ = ["OPENING_CHARACTERS", "OPENING_PIECES", "data_claim", "opening_complete"]
-
-OPENING_PIECES = 32
-"""At most this many generated pieces (about tokens) are held back before the opening is judged."""
-OPENING_CHARACTERS = 24
-"""The opening runs to the first sentence end after this many characters ("Hello!" alone is not enough)."""
+__all__ = ["data_claim"]
 
 _UNREAD_DATA = (
     r"\b(?:according to|as per|based on|per)\s+(?:the\s+|my\s+|our\s+)?"
@@ -66,7 +61,6 @@ _MARKUP = rf"<tool_call>|</?tools>|\{{\s*\"name\"\s*:|{re.escape(FENCE_WORD)}"
 _CLAIMS = re.compile(
     rf"{STATE_CLAIM}|{DENIAL}|{_NONE_SO_FAR}|{_FLEET_COUNT}|{_UNREAD_DATA}|{_LOOKING}|{_MARKUP}", re.IGNORECASE
 )
-_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 
 
 def data_claim(text: str, tool_names: Sequence[str], asked: str = "") -> str | None:
@@ -92,13 +86,3 @@ def data_claim(text: str, tool_names: Sequence[str], asked: str = "") -> str | N
         if named:
             return named.group(0)
     return None
-
-
-def opening_complete(text: str, pieces: int) -> bool:
-    """Whether an answer's opening is long enough to judge.
-
-    It is once a sentence has ended past `OPENING_CHARACTERS` characters, or `OPENING_PIECES` pieces were held.
-    """
-    if pieces >= OPENING_PIECES:
-        return True
-    return _SENTENCE_END.search(text, OPENING_CHARACTERS) is not None

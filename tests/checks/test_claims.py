@@ -1,8 +1,8 @@
-"""What counts as an answer speaking for the plant's data without having read any (`data_claim`)."""
+"""What counts as an answer speaking for the plant's data without having read any (`checks.claims.data_claim`)."""
 
 import pytest
 
-from chat.local.claim_check import OPENING_PIECES, data_claim, opening_complete
+from checks.claims import data_claim
 
 TOOLS = ["assets-list_pumps", "assets-get_system_summary", "alarms-list_alarms", "sensors-get_sensor_trend"]
 
@@ -82,16 +82,6 @@ def test_an_answer_that_speaks_for_the_plant_or_its_tools_is_a_claim(answer: str
 )
 def test_small_talk_and_general_answers_are_not_claims(answer: str) -> None:
     assert data_claim(answer, TOOLS) is None
-
-
-def test_the_opening_runs_to_a_sentence_end_past_a_few_words_or_to_the_piece_limit() -> None:
-    assert not opening_complete("Hello!", 2)  # too short to judge: the next sentence may vouch
-    assert not opening_complete("Hello! Everything is", 5)
-    assert opening_complete("Hello! Everything is fine.", 6)
-    assert opening_complete("Here are the steps:\n", 7) is False  # the line ends before 24 characters
-    assert opening_complete("Here is what I found for you:\n", 9)
-    assert opening_complete("word " * 40, OPENING_PIECES)
-    assert not opening_complete("word " * 40, OPENING_PIECES - 1)
 
 
 def test_a_record_id_is_a_claim_unless_the_operator_named_it() -> None:
