@@ -7,6 +7,7 @@ with a timeout, so a hang fails the test instead of stalling the run.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import threading
@@ -45,8 +46,6 @@ DAMAGES: dict[str, Callable[[bytes], bytes]] = {
 @pytest.fixture(scope="module")
 def good_database(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """The bytes of a migrated database holding the sample fleet (its WAL checkpointed on close)."""
-    import asyncio
-
     path = tmp_path_factory.mktemp("good") / "good.db"
 
     async def build() -> None:
