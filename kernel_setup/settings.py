@@ -28,8 +28,8 @@ MAX_JSON_DEPTH = 32
 themselves need 4: Approval, Policy, plugin, function). Deeper JSON is refused before parsing, which
 would otherwise end in a RecursionError."""
 
-# A JSON string (skipped whole, so brackets inside it do not count) or a bracket.
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# What the depth scan looks at: an escape (so an escaped quote does not end a string), a quote, a bracket.
+_JSON_TOKEN = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])"  # a DNS name, an IPv4 address or a bracketed IPv6 one
@@ -368,9 +368,14 @@ def _check_depth(text: str, what: str) -> None:
         SettingsError: ``text`` opens more than `MAX_JSON_DEPTH` objects or arrays inside one another.
     """
     depth = 0
-    for token in _JSON_TOKEN.finditer(text):
-        bracket = token.group()
-        if bracket in "[{":
+    in_string = False
+    for token in _JSON_TOKEN.finditer(text):  # linear: every token is one or two characters
+        mark = token.group()
+        if mark == '"':
+            in_string = not in_string
+        elif in_string or mark.startswith("\\"):
+            continue  # brackets inside strings do not nest anything
+        elif mark in ("[", "{"):
             depth += 1
             if depth > MAX_JSON_DEPTH:
                 at = token.start()
@@ -381,7 +386,7 @@ def _check_depth(text: str, what: str) -> None:
                     'Settings need at most 4, e.g. {"Approval": {"Policy": {"work_orders": '
                     '{"create_work_order": "deny"}}}}.'
                 )
-        elif bracket in "]}":
+        else:
             depth -= 1
 
 
