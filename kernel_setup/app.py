@@ -6,7 +6,8 @@ Nothing here runs at import time; every door (CLI, MCP, tests, an integrator's a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import sys
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -16,11 +17,12 @@ from semantic_kernel import Kernel
 from semantic_kernel.filters.filter_types import FilterTypes
 
 from governance import ApprovalStore
-from governance.audit_log import AuditLog
+from governance.audit_log import AuditLog, AuditOutcome
+from governance.identity import CallContext
 from kernel_setup.approvals import ApprovalService
 from kernel_setup.errors import SettingsError
 from kernel_setup.filters import validate_arguments
-from kernel_setup.filters.approval import ApprovalGate
+from kernel_setup.filters.approval import POLICY_APPROVER, ApprovalGate, check_policy
 from kernel_setup.filters.audit import AuditFilter
 from kernel_setup.filters.outcome import track_outcome
 from kernel_setup.filters.turn_guard import stop_repeated_calls
@@ -34,6 +36,15 @@ from storage import Database
 from twin import AlarmService, AssetService, SensorService
 from twin.sample_fleet import load_sample_fleet
 from twin.work_orders import WorkOrderService
+
+STARTUP = CallContext(principal="pumpops", door="startup")
+"""Who the audit row of a start is recorded as."""
+POLICY_AUDIT_FUNCTION = "settings-approval_policy"
+"""The audit row's function name for a start whose `Approval.Policy` lets writes run without approval."""
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -129,20 +140,23 @@ async def open_app(
     chat_transport: httpx.AsyncBaseTransport | None = None,
     embedder: Embedder | None = None,
     manuals: DocumentIndex | None = None,
+    warn: Callable[[str], None] = _to_stderr,
 ) -> AsyncIterator[AppContext]:
     """Open the database (created, migrated and, when empty, loaded with the sample fleet) and build the kernel.
 
     ``chat_transport`` replaces the HTTP transport to Ollama (tests use a scripted fake); ``embedder``
     shares an already loaded embedding model; ``manuals`` shares a manuals index the caller closes
     (one open index per local Qdrant folder). The manuals index opens Qdrant and loads the model only
-    when first searched.
+    when first searched. ``warn`` receives one line per write that `Approval.Policy` lets run without
+    approval (default: stderr); each such start is also recorded in the audit trail.
+
+    Raises:
+        SettingsError: `Approval.Policy` names a plugin or function the kernel does not have.
     """
     db = await Database.open(settings.database_path)
     owned = manuals is None
     manuals = manuals or document_index(settings, embedder)
     try:
-        if load_sample:
-            await load_sample_fleet(db)
         app = AppContext(
             settings=settings,
             db=db,
@@ -156,8 +170,31 @@ async def open_app(
             approval_store=ApprovalStore(db),
         )
         app.kernel = build_kernel(app)
+        unapproved = check_policy(settings.approval, app.kernel, source=settings.source)
+        if load_sample:
+            await load_sample_fleet(db)
+        await _announce_unapproved_writes(app, [f.fully_qualified_name for f in unapproved], warn)
         yield app
     finally:
         if owned:
             await manuals.close()
         await db.close()
+
+
+async def _announce_unapproved_writes(app: AppContext, names: list[str], warn: Callable[[str], None]) -> None:
+    """Warn (one line per function) and record in the audit trail that the policy lets writes skip approval."""
+    if not names:
+        return
+    source = app.settings.source
+    for name in names:
+        warn(
+            f"warning: Approval.Policy in {source} allows {name} to run without approval; its writes happen at once, "
+            f"approved by {POLICY_APPROVER!r}."
+        )
+    await app.audit.record(
+        function=POLICY_AUDIT_FUNCTION,
+        arguments={"allow": names, "settings": source},
+        outcome=AuditOutcome.OK,
+        call=STARTUP,
+        detail=f"started with Approval.Policy allowing unapproved writes: {', '.join(names)}",
+    )

@@ -52,14 +52,16 @@ def coerce_arguments(metadata: KernelFunctionMetadata, arguments: Mapping[str, A
     for key, value in arguments.items():
         if value is None and not params[key].is_required:
             continue
-        result[key] = _coerce(name, key, value, params[key].schema_data or {}, metadata)
+        result[key] = _coerce(name, key, value, params[key].schema_data or {}, metadata, params[key].default_value)
     missing = [n for n, p in params.items() if p.is_required and result.get(n) is None]
     if missing:
         raise ToolArgumentError(f"{name} needs {', '.join(map(repr, missing))}. Parameters: {usage(metadata)}.")
     return result
 
 
-def _coerce(name: str, key: str, value: Any, schema: Mapping[str, Any], metadata: KernelFunctionMetadata) -> Any:
+def _coerce(
+    name: str, key: str, value: Any, schema: Mapping[str, Any], metadata: KernelFunctionMetadata, default: Any
+) -> Any:
     kind = schema.get("type", "string")
     shown = _shown(value)
     if "enum" in schema:
@@ -78,7 +80,7 @@ def _coerce(name: str, key: str, value: Any, schema: Mapping[str, Any], metadata
     if kind == "integer":
         number = _number(value)
         if number is None or not number.is_integer():
-            raise ToolArgumentError(f"{name}: {key}={shown} must be a whole number, e.g. {key}=30.")
+            raise ToolArgumentError(f"{name}: {key}={shown} must be a whole number{_integer_example(key, default)}.")
         return int(number)
     if kind == "number":
         number = _number(value)
@@ -101,6 +103,13 @@ def _coerce(name: str, key: str, value: Any, schema: Mapping[str, Any], metadata
             raise ToolArgumentError(f"{name}: {key} contains an unpaired surrogate (invalid unicode); send plain text.")
         return text
     return value
+
+
+def _integer_example(key: str, default: Any) -> str:
+    """``, e.g. key=<the parameter's default>``: a value the function accepts (a made-up one could be out of range)."""
+    if isinstance(default, int) and not isinstance(default, bool):
+        return f", e.g. {key}={default}"
+    return ", written in digits"
 
 
 def _number(value: Any) -> float | None:

@@ -23,6 +23,13 @@ from kernel_setup.errors import SettingsError
 ENV_PREFIX = "PUMPOPS_"
 SETTINGS_ENV_VAR = "PUMPOPS_SETTINGS"
 DEFAULT_FILE_NAME = "appsettings.json"
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of objects and arrays accepted in a settings file or an environment value (the settings
+themselves need 4: Approval, Policy, plugin, function). Deeper JSON is refused before parsing, which
+would otherwise end in a RecursionError."""
+
+# What the depth scan looks at: an escape (so an escaped quote does not end a string), a quote, a bracket.
+_JSON_TOKEN = re.compile(r'\\.|["\[\]{}]', re.DOTALL)
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])"  # a DNS name, an IPv4 address or a bracketed IPv6 one
@@ -269,9 +276,12 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: Mapping[st
     data: dict[str, Any] = {}
     if file is not None:
         try:
-            loaded = json.loads(file.read_text(encoding="utf-8"))
+            text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"Cannot read settings file {str(file)!r}: {exc}.") from exc
+        _check_depth(text, f"Settings file {str(file)!r}")
+        try:
+            loaded = json.loads(text)
         except json.JSONDecodeError as exc:
             raise SettingsError(
                 f"Settings file {str(file)!r} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}."
@@ -340,16 +350,46 @@ def _apply_env_overrides(data: dict[str, Any], env: Mapping[str, str]) -> dict[s
             node = node.setdefault(step, {})
             if not isinstance(node, dict):
                 raise SettingsError(f"Cannot override {var!r}: {step!r} is not an object.")
-        node[path[-1]] = _parse_env_value(raw)
+        node[path[-1]] = _parse_env_value(var, raw)
     return merged
 
 
-def _parse_env_value(raw: str) -> Any:
+def _parse_env_value(var: str, raw: str) -> Any:
     """Environment values are JSON when they parse as JSON (numbers, booleans, objects), else text."""
+    _check_depth(raw, f"Environment variable {var!r}")
     try:
         return json.loads(raw)
     except json.JSONDecodeError:
         return raw
+
+
+def _check_depth(text: str, what: str) -> None:
+    """Refuse JSON nested deeper than `MAX_JSON_DEPTH`, naming where it goes too deep (one line).
+
+    Raises:
+        SettingsError: ``text`` opens more than `MAX_JSON_DEPTH` objects or arrays inside one another.
+    """
+    depth = 0
+    in_string = False
+    for token in _JSON_TOKEN.finditer(text):  # linear: every token is one or two characters
+        mark = token.group()
+        if mark == '"':
+            in_string = not in_string
+        elif in_string or mark.startswith("\\"):
+            continue  # brackets inside strings do not nest anything
+        elif mark in ("[", "{"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                at = token.start()
+                line = text.count("\n", 0, at) + 1
+                column = at - text.rfind("\n", 0, at)
+                raise SettingsError(
+                    f"{what} nests JSON deeper than {MAX_JSON_DEPTH} levels (line {line}, column {column}). "
+                    'Settings need at most 4, e.g. {"Approval": {"Policy": {"work_orders": '
+                    '{"create_work_order": "deny"}}}}.'
+                )
+        else:
+            depth -= 1
 
 
 def _describe_validation_error(exc: ValidationError, source: str) -> str:

@@ -9,6 +9,10 @@ A document deleted from a folder being ingested (or a manual no longer shipped, 
 corpus is ingested) is removed with its chunks: search never cites a manual that is gone. Only files
 that no longer exist are removed, and only under a folder that does: a missing folder (an unmounted
 share) is reported and removes nothing.
+
+A symbolic link that leads out of a folder being ingested is not followed (see `memory.documents`);
+chunks an earlier ingest stored through such a link are removed, unless the file is read this time
+by another way (named on the command line).
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from memory.chunking import Chunk, ChunkingOptions, chunk_markdown
-from memory.corpus import SHIPPED_PREFIX, corpus_dir, corpus_files
-from memory.documents import Skipped, SourceDocument, discover, read_document
+from memory.corpus import SHIPPED_PREFIX, corpus_dir, corpus_files, source_name
+from memory.documents import FoundFile, Skipped, SourceDocument, discover, read_document
 from memory.errors import DocumentIndexError, EmbeddingModelError, IndexLockedError
 from memory.index import DocumentIndex
 from memory.manifest import IngestManifest
@@ -90,10 +94,11 @@ async def ingest(
     started = time.perf_counter()
     report = IngestReport()
     targets = list(paths) if paths else corpus_files()
-    files, report.skipped = discover(targets)
+    discovered = discover(targets)
+    report.skipped = discovered.skipped
     plans: list[_Plan] = []
-    for path in files:
-        read = await asyncio.to_thread(_read_and_chunk, path, options)
+    for found in discovered.files:
+        read = await asyncio.to_thread(_read_and_chunk, found, options)
         if isinstance(read, Skipped):
             report.skipped.append(read)
         else:
@@ -130,18 +135,21 @@ async def ingest(
             report.skipped.append(Skipped(source, f"the file is gone but its chunks could not be removed: {exc}"))
             continue
         report.documents_removed += 1
+    read_now = {plan.document.source for plan in plans}
+    for target in discovered.outside_targets:
+        report.documents_removed += await _remove_outside(source_name(target), read_now, index, manifest, report)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
 
-def _read_and_chunk(path: Path, options: ChunkingOptions | None) -> tuple[SourceDocument, list[Chunk]] | Skipped:
+def _read_and_chunk(found: FoundFile, options: ChunkingOptions | None) -> tuple[SourceDocument, list[Chunk]] | Skipped:
     """Read and chunk one file (blocking file and CPU work: runs in a worker thread)."""
-    document = read_document(path)
+    document = read_document(found.path, found.folder)
     if isinstance(document, Skipped):
         return document
     chunks = chunk_markdown(document.text, source=document.source, document=document.name, options=options)
     if not chunks:
-        return Skipped(str(path), "no text to index (only headings or whitespace)")
+        return Skipped(str(found.path), "no text to index (only headings or whitespace)")
     return document, chunks
 
 
@@ -207,6 +215,21 @@ async def _vanished(paths: Sequence[Path] | None, manifest: IngestManifest) -> l
         if not path.exists() and not path.is_symlink() and any(path.is_relative_to(f) for f in folders):
             gone.append(source)
     return gone
+
+
+async def _remove_outside(
+    source: str, read_now: set[str], index: DocumentIndex, manifest: IngestManifest, report: IngestReport
+) -> int:
+    """Remove what an earlier ingest stored through a link that leads out of its folder: 1 when it did."""
+    if source in read_now or not await manifest.chunks(source):
+        return 0  # named on the command line (or found in another folder) this time, or never stored
+    try:
+        report.chunks_removed += await _remove(source, index, manifest)
+    except DocumentIndexError as exc:
+        logger.warning("Removing %s failed: %s", source, exc)
+        report.skipped.append(Skipped(source, f"reached through a link out of its folder, but not removed: {exc}"))
+        return 0
+    return 1
 
 
 async def _remove(source: str, index: DocumentIndex, manifest: IngestManifest) -> int:

@@ -13,6 +13,7 @@ from plugins.results import to_json
 
 MIN_TOP_K = 1
 MAX_TOP_K = 8
+DEFAULT_TOP_K = 4
 MAX_TEXT_CHARS = 900
 # All hits' text together stays near this, so top_k=8 does not outgrow the tool-result budget.
 TOTAL_TEXT_CHARS = 4000
@@ -66,11 +67,15 @@ class DocsPlugin:
         question: Annotated[
             str, "The question in plain words, e.g. 'How do I verify zero energy before working on a pump?'"
         ],
-        top_k: Annotated[int, "How many passages to return, 1-8, e.g. 4 (the default)."] = 4,
+        top_k: Annotated[
+            int, f"How many passages to return, {MIN_TOP_K}-{MAX_TOP_K}, e.g. {DEFAULT_TOP_K} (the default)."
+        ] = DEFAULT_TOP_K,
     ) -> str:
         """Manual passages for a question as JSON."""
         if not MIN_TOP_K <= top_k <= MAX_TOP_K:
-            raise InvalidSearchError(f"top_k={top_k!r} is out of range; use {MIN_TOP_K} to {MAX_TOP_K}, e.g. top_k=4.")
+            raise InvalidSearchError(
+                f"top_k={top_k!r} is out of range; use {MIN_TOP_K} to {MAX_TOP_K}, e.g. top_k={DEFAULT_TOP_K}."
+            )
         hits = await self._index.search(question, top_k)
         cap = min(self._max_text_chars, max(MIN_TEXT_CHARS, TOTAL_TEXT_CHARS // top_k))
         return to_json(DocsSearchResult(question=question, count=len(hits), hits=[_shape(hit, cap) for hit in hits]))

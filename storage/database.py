@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -33,19 +34,29 @@ class Database:
     async def open(cls, path: str | Path, *, migrate: bool = True) -> Database:
         """Open (creating folders and file as needed) and migrate the database at ``path``."""
         path = Path(path)
+        # Every failure path closes what it opened: aiosqlite's worker thread is not a daemon, so a
+        # connection left open on a corrupt file keeps the process alive after the error is printed.
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             writer = await _connect(path)
         except (OSError, sqlite3.Error) as exc:
-            raise StorageError(f"Cannot open the database {str(path)!r}: {exc}.") from exc
+            raise StorageError(
+                f"Cannot open the database {str(path)!r}: {exc}. If the file is damaged, restore it from a backup "
+                "or move it aside and run `pumpops db init`."
+            ) from exc
         try:
             await writer.execute("PRAGMA journal_mode=WAL")
             if migrate:
                 await apply_migrations(writer)
             reader = await _connect(path)
-        except (OSError, sqlite3.Error) as exc:
-            await writer.close()
-            raise StorageError(f"Cannot prepare the database {str(path)!r}: {exc}.") from exc
+        except BaseException as exc:
+            await _close_quietly(writer)
+            if isinstance(exc, OSError | sqlite3.Error):
+                raise StorageError(
+                    f"Cannot prepare the database {str(path)!r}: {exc}. If the file is damaged, restore it from a "
+                    "backup or move it aside and run `pumpops db init`."
+                ) from exc
+            raise
         return cls(path, reader, writer)
 
     async def close(self) -> None:
@@ -60,11 +71,17 @@ class Database:
         between awaits would pin every concurrent read on this connection to an old WAL snapshot,
         hiding rows committed since (seen under load as a just-parked approval "not found").
         """
-        return list(await self._reader.execute_fetchall(sql, params))
+        try:
+            return list(await self._reader.execute_fetchall(sql, params))
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(_read_failure(exc)) from exc
 
     async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
         """Run a parameterized SELECT and return the first row, if any (completed in one step, see `fetch_all`)."""
-        rows = await self._reader.execute_fetchall(sql, params)
+        try:
+            rows = await self._reader.execute_fetchall(sql, params)
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(_read_failure(exc)) from exc
         return next(iter(rows), None)
 
     @asynccontextmanager
@@ -86,10 +103,26 @@ class Database:
             await conn.executemany(sql, rows)
 
 
+def _read_failure(exc: sqlite3.DatabaseError) -> str:
+    """A read error for any reader (the model included): what failed, no path, and what fixes a damaged file."""
+    return f"Cannot read the database: {exc}. If the file is damaged, restore it from a backup."
+
+
 async def _connect(path: Path) -> aiosqlite.Connection:
+    """A configured connection; closed again (its worker thread stopped) when configuring it fails."""
     conn = await aiosqlite.connect(path, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    await conn.execute("PRAGMA busy_timeout=10000")
-    await conn.execute("PRAGMA foreign_keys=ON")
-    await conn.execute("PRAGMA synchronous=NORMAL")
+    try:
+        conn.row_factory = sqlite3.Row
+        await conn.execute("PRAGMA busy_timeout=10000")
+        await conn.execute("PRAGMA foreign_keys=ON")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        await _close_quietly(conn)
+        raise
     return conn
+
+
+async def _close_quietly(conn: aiosqlite.Connection) -> None:
+    """Close a connection on a failure path, keeping the original error: a close failing too is not news."""
+    with contextlib.suppress(sqlite3.Error, ValueError):
+        await conn.close()  # stops the worker thread even when closing the sqlite3 connection fails

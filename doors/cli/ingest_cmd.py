@@ -40,9 +40,10 @@ def ingest_command(
 ) -> None:
     """Chunk, embed and index manuals; re-running skips unchanged chunks and replaces edited documents' chunks.
 
-    Files that are empty, binary, not UTF-8 or unreadable are reported and skipped; what is already indexed
-    stays. A file deleted from a folder being ingested is removed from the index with its chunks. Exits 1
-    when files were given but none could be ingested.
+    Files that are empty, binary, not UTF-8, unreadable or over 5 MB are reported and skipped; what is already
+    indexed stays. So are symbolic links leading out of a folder being ingested (never followed), named pipes,
+    devices and virtual files such as those under /proc. A file deleted from a folder being ingested is removed
+    from the index with its chunks. Exits 1 when files were given but none could be ingested.
 
     Example: pumpops ingest docs/manuals --json
     """

@@ -8,6 +8,10 @@ sees ``{"status": "pending_approval", ...}``. The same intent again returns the 
 approval, or the first result once it ran (marked ``"replayed": true``: nothing was done again).
 Only the approvals door (a context-variable grant) lets the parked call through; write services
 check the grant again themselves, so a kernel without this filter still cannot write.
+
+The policy is checked against the kernel once its plugins are added (`check_policy`): a plugin or
+function it names that the kernel lacks is a settings error, and the writes it sets to ``allow``
+are returned so the app can warn about them and audit them at every start.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 from collections.abc import Awaitable, Callable
 
 import aiosqlite
+from semantic_kernel import Kernel
 from semantic_kernel.filters.functions.function_invocation_context import FunctionInvocationContext
 from semantic_kernel.functions.function_result import FunctionResult
 from semantic_kernel.functions.kernel_function import KernelFunction
@@ -23,6 +28,7 @@ from semantic_kernel.functions.kernel_function import KernelFunction
 from governance import ApprovalStore, Grant, active_grant, granting, intent_key
 from governance.audit_log import AuditLog, AuditOutcome
 from governance.identity import current_call
+from kernel_setup.errors import SettingsError
 from kernel_setup.filters.audit import AUDITED_KEY, DETAIL_KEY, STATUS_KEY
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
 from plugins.declarations import check_write, traits_of
@@ -36,6 +42,46 @@ def policy_for(settings: ApprovalSettings, function: KernelFunction) -> PolicyDe
     if configured is not None:
         return configured
     return PolicyDecision.ALLOW if traits_of(function).read_only else PolicyDecision.REQUIRE_APPROVAL
+
+
+def check_policy(settings: ApprovalSettings, kernel: Kernel, *, source: str) -> list[KernelFunction]:
+    """Check `Approval.Policy` against the kernel's functions; return the writes it lets run without approval.
+
+    Args:
+        settings: The approval settings.
+        kernel: The kernel the policy governs, its plugins added.
+        source: Where the settings came from (a file path), for the message.
+
+    Raises:
+        SettingsError: the policy names a plugin, or a function of a plugin, that the kernel does not
+            have (a misspelling would otherwise be ignored silently); the message lists the valid names.
+    """
+    plugins = kernel.plugins
+    problems: list[str] = []
+    allowed_writes: list[KernelFunction] = []
+    for plugin_name, functions in settings.policy.items():
+        plugin = plugins.get(plugin_name)
+        if plugin is None:
+            problems.append(
+                f"  - Approval.Policy.{plugin_name}: unknown plugin. Plugins: {', '.join(sorted(plugins))}."
+            )
+            continue
+        for function_name, decision in functions.items():
+            function = plugin.functions.get(function_name)
+            if function is None:
+                problems.append(
+                    f"  - Approval.Policy.{plugin_name}.{function_name}: unknown function. "
+                    f"Functions of {plugin_name}: {', '.join(sorted(plugin.functions))}."
+                )
+            elif decision is PolicyDecision.ALLOW and not traits_of(function).read_only:
+                allowed_writes.append(function)
+    if problems:
+        raise SettingsError(
+            "\n".join(
+                [f"Invalid settings (from {source}): Approval.Policy names what this kernel does not have:", *problems]
+            )
+        )
+    return sorted(allowed_writes, key=lambda function: function.fully_qualified_name)
 
 
 def audit_hook(audit: AuditLog | None, function: KernelFunction, arguments: dict[str, object], detail: str):

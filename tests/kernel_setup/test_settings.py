@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kernel_setup.errors import SettingsError
-from kernel_setup.settings import ChatProvider, PolicyDecision, Settings, load_settings
+from kernel_setup.settings import MAX_JSON_DEPTH, ChatProvider, PolicyDecision, Settings, load_settings
+from tests.cli_process import run_pumpops
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -149,3 +150,45 @@ def test_settings_are_immutable(settings: Settings) -> None:
 def test_process_environment_is_used_by_default(settings_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(os.environ, "PUMPOPS_Ollama__ModelId", "from-process-env")
     assert load_settings(settings_file).ollama.model_id == "from-process-env"
+
+
+@pytest.mark.parametrize(("opening", "closing"), [("[", "]"), ('{"a":', "}")], ids=["arrays", "objects"])
+def test_a_settings_file_nested_100000_deep_is_a_settings_error_not_a_recursion_error(
+    tmp_path: Path, opening: str, closing: str
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("{" + '"Agent":' + opening * 100_000 + "1" + closing * 100_000 + "}")
+    with pytest.raises(SettingsError) as info:
+        load_settings(path, env={})
+    message = str(info.value)
+    assert f"deeper than {MAX_JSON_DEPTH} levels" in message and "line 1" in message
+    assert "\n" not in message and '{"Approval": {"Policy"' in message
+
+
+def test_json_nested_exactly_to_the_limit_still_reaches_validation(tmp_path: Path) -> None:
+    path = tmp_path / "limit.json"
+    path.write_text('{"Agent":' + "[" * (MAX_JSON_DEPTH - 1) + "]" * (MAX_JSON_DEPTH - 1) + "}")
+    with pytest.raises(SettingsError, match="Invalid settings"):
+        load_settings(path, env={})
+
+
+def test_brackets_inside_json_strings_do_not_count_as_nesting(tmp_path: Path) -> None:
+    path = tmp_path / "brackets.json"
+    path.write_text(json.dumps({"Ollama": {"ModelId": '[{\\"' * 100 + "qwen"}}))
+    assert load_settings(path, env={}).ollama.model_id.endswith("qwen")
+
+
+def test_a_deeply_nested_environment_value_is_a_settings_error_naming_the_variable(settings_file: Path) -> None:
+    env = {"PUMPOPS_Approval__Policy": "[" * 100_000 + "]" * 100_000}
+    with pytest.raises(SettingsError, match="Environment variable 'PUMPOPS_Approval__Policy' nests JSON deeper"):
+        load_settings(settings_file, env=env)
+
+
+def test_the_cli_refuses_a_deeply_nested_settings_file_with_exit_2_and_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    result = run_pumpops(path, "config", "show")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: Settings file") and "deeper than 32" in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout

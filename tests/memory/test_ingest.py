@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from memory import DocumentIndex, IndexConfig, IngestManifest, chunk_markdown, corpus_files, ingest
+from memory import DocumentIndex, IndexConfig, IngestManifest, chunk_markdown, corpus_files, documents, ingest
 from memory.corpus import source_name
 from tests.memory.support import REPORT_KEYS, CachingEmbedder
 
@@ -204,3 +204,113 @@ async def test_a_fresh_store_is_refilled_even_though_the_manifest_remembers_the_
     async with DocumentIndex(IndexConfig(path=":memory:"), embedder) as fresh:
         report = await ingest([tmp_path], fresh, manifest)
         assert report.chunks_added == added and await fresh.count() == added
+
+
+SECRET = "# Credentials\n\n## Root\n\nroot:x:0:0 zebra-quartz-token lives only outside the manuals folder.\n"
+PROC_STATUS = Path("/proc/self/status")
+needs_proc = pytest.mark.skipif(not PROC_STATUS.is_file(), reason="needs Linux /proc")
+
+
+def manuals_with_a_link_out(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A manuals folder holding a.md and handbook.md, a link to a file in a folder beside it: (folder, link, secret)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = write(outside, "secret.md", SECRET)
+    folder = tmp_path / "manuals"
+    folder.mkdir()
+    write(folder, "a.md", MANUAL_A)
+    link = folder / "handbook.md"
+    link.symlink_to(secret)
+    return folder, link, secret
+
+
+async def test_a_symlink_leading_out_of_the_folder_is_skipped_and_never_searchable(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    folder, link, secret = manuals_with_a_link_out(tmp_path)
+
+    report = await ingest([folder], memory_index, manifest)
+
+    assert report.documents == 1
+    assert [s.path for s in report.skipped] == [str(link)]
+    assert f"symbolic link to {str(secret.resolve())!r}, outside the folder" in report.skipped[0].reason
+    assert await manifest.sources() == [source_name(folder / "a.md")]
+    hits = await memory_index.search("zebra-quartz-token root credentials", 4)
+    assert all("zebra" not in hit.text for hit in hits)
+
+
+async def test_a_symlinked_folder_inside_the_ingested_folder_is_not_walked(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = write(outside, "secret.md", SECRET)
+    folder = tmp_path / "manuals"
+    folder.mkdir()
+    write(folder, "a.md", MANUAL_A)
+    (folder / "more").symlink_to(outside, target_is_directory=True)
+
+    report = await ingest([folder], memory_index, manifest)
+
+    assert (report.documents, report.skipped) == (1, [])
+    assert source_name(secret) not in await manifest.sources()
+
+
+async def test_a_symlink_that_stays_inside_the_folder_is_followed(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    (tmp_path / "sub").mkdir()
+    real = write(tmp_path / "sub", "bearings.md", MANUAL_B)
+    (tmp_path / "alias.md").symlink_to(Path("sub") / "bearings.md")
+
+    report = await ingest([tmp_path], memory_index, manifest)
+
+    assert (report.documents, report.skipped) == (1, [])
+    assert await manifest.sources() == [source_name(real)]
+
+
+async def test_chunks_stored_through_a_link_out_of_the_folder_are_removed_by_the_next_ingest(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    folder, _, secret = manuals_with_a_link_out(tmp_path)
+    await ingest([secret], memory_index, manifest)  # what an ingest that followed the link stored
+    stored = await stored_ids_of(memory_index, manifest, secret)
+
+    report = await ingest([folder], memory_index, manifest)
+
+    assert report.documents_removed == 1 and report.chunks_removed == len(stored)
+    assert await memory_index.existing_ids(list(stored)) == set()
+    assert await manifest.sources() == [source_name(folder / "a.md")]
+
+
+async def test_a_named_pipe_is_skipped_without_blocking_the_ingest(
+    memory_index: DocumentIndex, manifest: IngestManifest, tmp_path: Path
+) -> None:
+    write(tmp_path, "a.md", MANUAL_A)
+    pipe = tmp_path / "pipe.md"
+    os.mkfifo(pipe)
+
+    report = await ingest([tmp_path, pipe], memory_index, manifest)
+
+    assert [(s.path, s.reason) for s in report.skipped] == [(str(pipe), "not a regular file (a named pipe)")]
+    assert report.documents == 1
+
+
+@needs_proc
+async def test_a_virtual_file_whose_size_reads_as_zero_is_skipped(
+    memory_index: DocumentIndex, manifest: IngestManifest
+) -> None:
+    report = await ingest([PROC_STATUS], memory_index, manifest)
+    assert report.documents == 0 and await manifest.sources() == []
+    assert [s.path for s in report.skipped] == [str(PROC_STATUS)]
+    assert report.skipped[0].reason.startswith("its size reads as 0 bytes but")
+
+
+@needs_proc
+async def test_the_size_limit_counts_the_bytes_read_not_the_size_the_file_claims(
+    memory_index: DocumentIndex, manifest: IngestManifest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(documents, "MAX_BYTES", 64)  # /proc/self/status claims 0 bytes and holds about 1,400
+    report = await ingest([PROC_STATUS], memory_index, manifest)
+    assert report.documents == 0
+    assert [s.reason for s in report.skipped] == ["too large (more than 64 bytes read; the limit is 64)"]

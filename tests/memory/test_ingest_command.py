@@ -68,3 +68,20 @@ def test_ingest_names_the_process_holding_the_local_index(tmp_path: Path) -> Non
     assert result.exit_code == 2
     message = " ".join(result.stderr.split())
     assert f"in use by process {os.getpid()}" in message and "Qdrant.Url" in message
+
+
+def test_ingest_json_lists_a_symlink_out_of_the_folder_as_skipped(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "seal.md").write_text("# Seal\n\n## Flush\n\nKeep the flush flowing.\n", encoding="utf-8")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n", encoding="utf-8")
+    (docs / "handbook.md").symlink_to(secret)
+
+    result = CliRunner().invoke(pumpops(), ["--settings", str(settings_file(tmp_path)), "ingest", str(docs), "--json"])
+
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["documents"] == 1
+    assert [s["path"] for s in summary["skipped"]] == [str(docs / "handbook.md")]
+    assert "outside the folder being ingested; not followed" in summary["skipped"][0]["reason"]

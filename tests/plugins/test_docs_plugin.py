@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -9,12 +10,14 @@ from typing import Any
 import pytest
 from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.function_calling_utils import kernel_function_metadata_to_function_call_format
+from semantic_kernel.filters.filter_types import FilterTypes
 from semantic_kernel.functions import KernelArguments
 
 from core.errors import PumpOpsError
+from kernel_setup.filters import validate_arguments
 from memory import DocumentIndex, IndexConfig, IngestManifest, ingest
 from plugins.declarations import Effect, traits_of
-from plugins.docs import DocsPlugin
+from plugins.docs import MAX_TOP_K, MIN_TOP_K, DocsPlugin
 from storage import Database
 from tests.memory.support import CachingEmbedder, shared_embedder
 
@@ -96,6 +99,21 @@ async def test_top_k_outside_1_to_8_is_refused_in_the_body(docs_embedder: Cachin
         with pytest.raises(Exception) as caught:
             await search(docs_kernel(index), question="seal flush plan", top_k=top_k)
     assert f"top_k={top_k}" in str(pumpops_cause(caught.value)) and "1 to 8" in str(pumpops_cause(caught.value))
+
+
+@pytest.mark.parametrize("top_k", ["many", 2.5, 0, MAX_TOP_K + 1])
+async def test_a_bad_top_k_is_answered_with_a_suggestion_the_search_accepts(
+    docs_embedder: CachingEmbedder, top_k: object
+) -> None:
+    async with DocumentIndex(IndexConfig(path=":memory:"), docs_embedder) as index:
+        kernel = docs_kernel(index)
+        kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, validate_arguments)  # the type check every door runs
+        with pytest.raises(Exception) as caught:
+            await search(kernel, question="seal flush plan", top_k=top_k)
+    message = str(pumpops_cause(caught.value))
+    suggestion = re.search(r"e\.g\. top_k=(\d+)", message)
+    assert suggestion is not None, message
+    assert MIN_TOP_K <= int(suggestion.group(1)) <= MAX_TOP_K, message
 
 
 def test_search_documentation_is_declared_a_read(docs_embedder: CachingEmbedder) -> None:
