@@ -16,7 +16,7 @@ from kernel_setup.direct_calls import pumpops_cause, resolve_function
 from kernel_setup.errors import ToolCallError
 from kernel_setup.filters.approval import audit_hook, policy_for
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
-from storage.errors import PumpOpsError
+from storage.errors import PumpOpsError, sentence
 
 DOOR = "approvals"
 
@@ -79,9 +79,9 @@ class ApprovalService:
                 await self._kernel.invoke(function, arguments)
             except Exception as exc:
                 cause = pumpops_cause(exc)
-                message = str(cause) if cause is not None else type(exc).__name__
+                message = sentence(str(cause)) if cause is not None else f"{type(exc).__name__}."
                 raise ApprovalError(
-                    f"{approval.id} is approved but its execution failed: {message}. Approve it again to retry."
+                    f"{approval.id} is approved but its execution failed: {message} Approve it again to retry."
                 ) from exc
         return await self._store.get(approval.id)
 

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from kernel_setup.call_context import CallContext, current_call
 from plugins.declarations import Effect
 from storage import Database, StorageError
+from storage.errors import sentence
 
 GENESIS_HASH = "0" * 64
 """The ``prev_hash`` of the first row."""
@@ -163,7 +164,7 @@ class AuditLog:
             async with self._db.transaction() as conn:
                 await self.append(conn, columns)
         except sqlite3.Error as exc:
-            raise AuditError(f"Cannot append to the audit trail: {exc}.") from exc
+            raise AuditError(f"Cannot append to the audit trail: {sentence(str(exc))}") from exc
         return AuditRow.from_columns(columns)
 
     async def record_in(

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from kernel_setup.errors import SettingsError
+from storage.errors import sentence
 
 ENV_PREFIX = "PUMPOPS_"
 SETTINGS_ENV_VAR = "PUMPOPS_SETTINGS"
@@ -220,7 +221,7 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: Mapping[st
         try:
             loaded = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as exc:
-            raise SettingsError(f"Cannot read settings file {str(file)!r}: {exc}.") from exc
+            raise SettingsError(f"Cannot read settings file {str(file)!r}: {sentence(str(exc))}") from exc
         except json.JSONDecodeError as exc:
             raise SettingsError(
                 f"Settings file {str(file)!r} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}."

@@ -22,6 +22,7 @@ from memory.keywords import bm25_scores, fuse
 from memory.qdrant_collection import PumpOpsQdrantCollection
 from memory.records import ManualChunk
 from memory.store import QdrantConnection
+from storage.errors import sentence
 
 MAX_TOP_K = 50
 UPSERT_BATCH = 128
@@ -203,7 +204,7 @@ class DocumentIndex:
                         await collection.ensure_collection_exists()
                 except _STORE_ERRORS as exc:
                     raise IndexUnavailableError(
-                        f"Cannot open the manuals collection: {exc}.{_where(self.config)}"
+                        f"Cannot open the manuals collection: {sentence(str(exc))}{_where(self.config)}"
                     ) from exc
                 if not exists and not create:
                     raise _empty()

@@ -11,7 +11,7 @@ from typing import Any
 
 import aiosqlite
 
-from storage.errors import StorageError
+from storage.errors import StorageError, sentence
 from storage.migrations import apply_migrations
 
 
@@ -37,7 +37,7 @@ class Database:
             path.parent.mkdir(parents=True, exist_ok=True)
             writer = await _connect(path)
         except (OSError, sqlite3.Error) as exc:
-            raise StorageError(f"Cannot open the database {str(path)!r}: {exc}.") from exc
+            raise StorageError(f"Cannot open the database {str(path)!r}: {sentence(str(exc))}") from exc
         try:
             await writer.execute("PRAGMA journal_mode=WAL")
             if migrate:
@@ -45,7 +45,7 @@ class Database:
             reader = await _connect(path)
         except (OSError, sqlite3.Error) as exc:
             await writer.close()
-            raise StorageError(f"Cannot prepare the database {str(path)!r}: {exc}.") from exc
+            raise StorageError(f"Cannot prepare the database {str(path)!r}: {sentence(str(exc))}") from exc
         return cls(path, reader, writer)
 
     async def close(self) -> None:

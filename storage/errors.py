@@ -9,3 +9,13 @@ class PumpOpsError(Exception):
 
 class StorageError(PumpOpsError):
     """The SQLite database could not be opened, migrated or written."""
+
+
+def sentence(text: str) -> str:
+    """``text`` as one sentence ending in exactly one stop, ready to have another sentence joined after it.
+
+    A message built around another message ("... failed: {cause}. Approve it again") must not read
+    "nothing was executed.. Approve it again" when the inner message already ends a sentence.
+    """
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", "…")) else f"{text}."

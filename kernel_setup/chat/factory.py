@@ -8,7 +8,7 @@ from semantic_kernel.connectors.ai.ollama.ollama_prompt_execution_settings impor
 
 from kernel_setup.chat.ollama_service import HardenedOllamaChatCompletion
 from kernel_setup.settings import OllamaSettings
-from storage.errors import PumpOpsError
+from storage.errors import PumpOpsError, sentence
 
 
 class ModelUnavailableError(PumpOpsError):
@@ -49,7 +49,9 @@ async def check_ollama(settings: OllamaSettings, client: ollama.AsyncClient) -> 
             "Ollama.Host (env PUMPOPS_Ollama__Host) at a running server."
         ) from exc
     except ollama.ResponseError as exc:
-        raise ModelUnavailableError(f"Ollama at {settings.host} answered with an error: {exc.error}.") from exc
+        raise ModelUnavailableError(
+            f"Ollama at {settings.host} answered with an error: {sentence(str(exc.error))}"
+        ) from exc
     names = {m.model for m in listing.models if m.model}
     wanted = settings.model_id
     if wanted not in names and f"{wanted}:latest" not in names:

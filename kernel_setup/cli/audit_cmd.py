@@ -9,6 +9,7 @@ import typer
 from kernel_setup.audit import AuditLog, AuditRow, ChainReport
 from kernel_setup.cli.common import CliState, fail, print_json, run, state
 from storage import Database
+from storage.errors import sentence
 
 app = typer.Typer(help="Read and verify the hash-chained audit trail.", no_args_is_help=True)
 
@@ -77,7 +78,7 @@ def verify(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
         )
     else:
         cli.err_console.print(
-            f"Audit chain broken at row {report.first_bad_id}: {report.reason}. "
+            f"Audit chain broken at row {report.first_bad_id}: {sentence(report.reason or '')} "
             f"Rows verified before it: {report.rows_checked}.",
             highlight=False,
             markup=False,

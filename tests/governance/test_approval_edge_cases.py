@@ -5,9 +5,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from semantic_kernel.functions import KernelArguments
 
 from governance import ApprovalError
 from kernel_setup import AppContext, load_settings, open_app
+from kernel_setup.call_context import CallContext, acting_as
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from tests.governance.test_approvals import ORDER, count, propose, settings_for
 
@@ -119,3 +121,19 @@ async def test_calls_stopped_by_loop_detection_are_audited_as_rejected(tmp_path:
         rows = await app.db.fetch_all("SELECT outcome FROM audit_log ORDER BY id")
         assert sorted(r["outcome"] for r in rows) == sorted(statuses)
         assert await count(app, "apr") == 1
+
+
+async def test_a_failed_execution_is_reported_in_whole_sentences_without_a_doubled_stop(app: AppContext) -> None:
+    with acting_as(CallContext(principal="alice", session="s1", door="test")):
+        function = app.kernel.get_function("alarms", "acknowledge_alarm")
+        result = await app.kernel.invoke(function, KernelArguments(alarm_id="ALM-0002", note="Crew on the way"))
+    assert result is not None
+    approval_id = json.loads(str(result.value))["approval_id"]
+    async with app.db.transaction() as conn:  # the alarm clears while the action waits for approval
+        await conn.execute("UPDATE alarms SET active = 0 WHERE alarm_id = 'ALM-0002'")
+    with pytest.raises(ApprovalError) as failed:
+        await app.approvals.approve(approval_id, by="bob")
+    assert str(failed.value) == (
+        f"{approval_id} is approved but its execution failed: Alarm ALM-0002 is no longer active; there is nothing "
+        "to acknowledge. Approve it again to retry."
+    )
