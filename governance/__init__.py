@@ -1,9 +1,10 @@
 """Governed writes: parked approvals, grants that write services redeem, intent keys for idempotency."""
 
 from governance.approvals import APPROVAL_ID, Approval, ApprovalStatus, ApprovalStore
-from governance.errors import ApprovalError, ApprovalRequiredError
+from governance.errors import ApprovalError, ApprovalRequiredError, PrincipalError
 from governance.grants import Grant, active_grant, complete, granting, redeem
 from governance.intent import args_hash, canonical_json, intent_key
+from governance.principals import principal_key, principal_name, same_principal, show_hidden
 
 __all__ = [
     "APPROVAL_ID",
@@ -13,11 +14,16 @@ __all__ = [
     "ApprovalStatus",
     "ApprovalStore",
     "Grant",
+    "PrincipalError",
     "active_grant",
     "args_hash",
     "canonical_json",
     "complete",
     "granting",
     "intent_key",
+    "principal_key",
+    "principal_name",
     "redeem",
+    "same_principal",
+    "show_hidden",
 ]

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from governance.errors import ApprovalError
 from governance.intent import args_hash, canonical_json
+from governance.principals import same_principal
 from storage import Database
 
 MAX_LISTED = 200
@@ -188,11 +189,6 @@ class ApprovalStore:
                 "rejected."
             )
         return await self.get(approval.id)
-
-
-def same_principal(first: str, second: str) -> bool:
-    """Whether two principal names denote the same person (case and surrounding spaces ignored)."""
-    return first.strip().casefold() == second.strip().casefold()
 
 
 def _approval(row: Any) -> Approval:

@@ -11,3 +11,7 @@ class ApprovalError(PumpOpsError):
 
 class ApprovalRequiredError(PumpOpsError):
     """A write was attempted without a valid grant from the approvals service."""
+
+
+class PrincipalError(PumpOpsError):
+    """A principal name was refused: empty, too long, hidden characters, or letters of mixed scripts."""

@@ -9,7 +9,16 @@ from __future__ import annotations
 from semantic_kernel import Kernel
 from semantic_kernel.functions import KernelArguments, KernelFunction
 
-from governance import Approval, ApprovalError, ApprovalStatus, ApprovalStore, Grant, granting
+from governance import (
+    Approval,
+    ApprovalError,
+    ApprovalStatus,
+    ApprovalStore,
+    Grant,
+    granting,
+    principal_name,
+    show_hidden,
+)
 from kernel_setup.audit import AuditLog, AuditOutcome
 from kernel_setup.call_context import CallContext, acting_as
 from kernel_setup.direct_calls import pumpops_cause, resolve_function
@@ -54,12 +63,13 @@ class ApprovalService:
         """Approve and execute a parked action exactly once; approving it again returns the first result.
 
         Raises:
+            PrincipalError: ``by`` is not a valid name.
             ApprovalError: unknown, expired, rejected, self-approval, or the execution failed (the approval
                 then stays approved and can be approved again to retry).
         """
-        who = CallContext(principal=by.strip()[:100] or "(nobody)", door=DOOR)
+        who = _decider(by)
         try:
-            _name(by)
+            who = CallContext(principal=principal_name(by, option="--by"), door=DOOR)
             parked = await self._store.get(approval_id)
             function = None if parked.status is ApprovalStatus.EXECUTED else self._runnable(parked)
             approval, _ = await self._store.claim(
@@ -108,13 +118,14 @@ class ApprovalService:
         """Reject a pending action with a reason; it can never run.
 
         Raises:
+            PrincipalError: ``by`` is not a valid name.
             ApprovalError: unknown id, no reason, or no longer pending.
         """
-        who = CallContext(principal=by.strip()[:100] or "(nobody)", door=DOOR)
+        who = _decider(by)
         try:
-            _name(by)
+            who = CallContext(principal=principal_name(by, option="--by"), door=DOOR)
             approval = await self._store.reject(approval_id, who.principal, reason)
-        except ApprovalError as exc:
+        except PumpOpsError as exc:
             await self._audit_decision("approvals-reject", approval_id, who, AuditOutcome.DENIED, str(exc))
             raise
         await self._audit_decision("approvals-reject", approval.id, who, AuditOutcome.OK, reason)
@@ -128,8 +139,6 @@ class ApprovalService:
         )
 
 
-def _name(by: str) -> str:
-    name = by.strip()
-    if not name or len(name) > 100:
-        raise ApprovalError("Say who decides with --by NAME (1-100 characters), e.g. --by 'J. Supervisor'.")
-    return name
+def _decider(by: str) -> CallContext:
+    """Who a refused decision is audited as: the name as given, hidden characters shown as escapes."""
+    return CallContext(principal=show_hidden(by.strip())[:100] or "(nobody)", door=DOOR)

@@ -11,7 +11,7 @@ from rich.markup import escape
 from kernel_setup.agent.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnResult
 from kernel_setup.app import open_app
 from kernel_setup.cli.chat_render import tool_line, turn_flags, usage_line
-from kernel_setup.cli.common import CliState, print_json, run, state
+from kernel_setup.cli.common import CliState, checked_principal, print_json, run, state
 
 
 def ask(
@@ -26,7 +26,8 @@ def ask(
     Example: pumpops ask "Which pump needs attention?" --json
     """
     cli = state(ctx)
-    result = run(cli, _ask(cli, question, session, principal, as_json))
+    name = checked_principal(cli, principal)
+    result = run(cli, _ask(cli, question, session, name, as_json))
     if as_json:
         print_json(cli, result.model_dump(mode="json"))
     if result.degraded and not result.answer.strip():

@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from kernel_setup.app import open_app
 from kernel_setup.cli.chat_session import ChatSession
-from kernel_setup.cli.common import CliState, error_code, state
+from kernel_setup.cli.common import CliState, checked_principal, error_code, state
 from kernel_setup.settings import Settings
 from storage.errors import PumpOpsError
 
@@ -82,8 +82,9 @@ def chat_command(
     Example: pumpops chat --as alice
     """
     cli = state(ctx)
+    name = checked_principal(cli, principal)  # a refused name exits 2 before the model is needed
     reader: LineReader = TerminalReader() if sys.stdin.isatty() else StreamReader(sys.stdin, cli.console)
-    code = run_chat(cli, reader, session=session, principal=principal)
+    code = run_chat(cli, reader, session=session, principal=name)
     if code:
         raise typer.Exit(code)
 

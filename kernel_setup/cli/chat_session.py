@@ -15,6 +15,7 @@ from typing import Any, Protocol, cast
 from rich.console import Console
 from rich.markup import escape
 
+from governance import principal_name
 from kernel_setup.agent.runner import TurnRunner
 from kernel_setup.agent.sessions import MAX_SESSION_ID_LENGTH, new_session_id
 from kernel_setup.app import AppContext
@@ -57,13 +58,14 @@ class ChatSession:
     def __init__(
         self, app: AppContext, console: Console, *, principal: str, session: str | None = None, model: str = ""
     ) -> None:
+        """Start a chat as ``principal`` (checked by `principal_name`; a refused name raises `PrincipalError`)."""
         if session is not None and not 0 < len(session) <= MAX_SESSION_ID_LENGTH:
             raise PumpOpsError(f"A session id has 1 to {MAX_SESSION_ID_LENGTH} characters; got {len(session)}.")
         self.console = console
         self.session = session or new_session_id()
         self.turns = 0
         self._app = app
-        self._principal = principal
+        self._principal = principal_name(principal, option="--as")
         self._continued = session is not None
         ollama = app.settings.ollama
         self._model = model or f"{ollama.model_id} at {ollama.host}"

@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from governance import PrincipalError, principal_name
 from kernel_setup.chat.factory import ModelUnavailableError
 from kernel_setup.settings import Settings, load_settings
 from storage.errors import PumpOpsError
@@ -73,3 +74,11 @@ def run(cli: CliState, coroutine: Coroutine[Any, Any, T]) -> T:
 def print_json(cli: CliState, data: Any) -> None:
     """Machine-readable output: plain JSON on stdout, nothing else."""
     cli.console.print_json(json.dumps(data, ensure_ascii=False), highlight=False)
+
+
+def checked_principal(cli: CliState, name: str, option: str = "--as") -> str:
+    """The principal given with ``option``, checked and in display form; a refused name exits 2 saying why."""
+    try:
+        return principal_name(name, option=option)
+    except PrincipalError as exc:
+        fail(cli, str(exc))

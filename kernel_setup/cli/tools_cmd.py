@@ -9,7 +9,7 @@ import typer
 
 from kernel_setup.app import open_app
 from kernel_setup.call_context import CallContext, acting_as
-from kernel_setup.cli.common import print_json, run, state
+from kernel_setup.cli.common import checked_principal, print_json, run, state
 from kernel_setup.direct_calls import call_tool, tool_definitions
 
 app = typer.Typer(help="List and call kernel functions without a model.", no_args_is_help=True)
@@ -56,10 +56,11 @@ def call(
     Example: pumpops tools call assets.get_pump_details pump_id=PUMP-007
     """
     cli = state(ctx)
+    name_as = checked_principal(cli, principal)
 
     async def work() -> str:
         async with open_app(cli.settings()) as app:
-            with acting_as(CallContext(principal=principal, door="cli")):
+            with acting_as(CallContext(principal=name_as, door="cli")):
                 return await call_tool(app.kernel, name, arguments or [], app.audit)
 
     result = run(cli, work())

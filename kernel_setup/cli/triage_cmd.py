@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from kernel_setup.app import open_app
 from kernel_setup.cli.chat_render import TurnRenderer
-from kernel_setup.cli.common import CliState, print_json, run, state
+from kernel_setup.cli.common import CliState, checked_principal, print_json, run, state
 from kernel_setup.triage import AUTOMATION_PRINCIPAL, TriageResult, Urgency, read_alarm, triage_alarm
 
 EXIT_NO_ANSWER = 4
@@ -26,7 +26,8 @@ def triage_command(
     Example: pumpops triage ALM-0001 --json
     """
     cli = state(ctx)
-    result = run(cli, triage(cli, alarm_id, as_json=as_json, principal=principal))
+    name = checked_principal(cli, principal)
+    result = run(cli, triage(cli, alarm_id, as_json=as_json, principal=name))
     if as_json:
         print_json(cli, result.model_dump(mode="json"))
     if result.turn.degraded and not result.turn.answer.strip():

@@ -1,7 +1,10 @@
-"""`pumpops approvals` end to end: list, self-approval refused, approve once, reject with a reason."""
+"""`pumpops approvals` end to end: list, self-approval refused, approve once, reject, and hostile names."""
 
 import json
+import sqlite3
 from pathlib import Path
+
+import pytest
 
 from tests.kernel_setup.test_cli_tools import run_cli
 
@@ -36,3 +39,67 @@ def test_the_supervisor_commands_decide_parked_actions(tmp_path: Path) -> None:
     bad = run_cli(settings, "approvals", "list", "--status", "maybe")
     assert bad.returncode == 2 and "use one of pending" in bad.stderr
     assert run_cli(settings, "audit", "verify").returncode == 0
+
+
+def write_settings(folder: Path, **sections: object) -> Path:
+    settings = folder / "appsettings.json"
+    settings.write_text(json.dumps({"Database": {"Path": "a.db"}, "Qdrant": {"Path": ":memory:"}, **sections}))
+    return settings
+
+
+def park_order(settings: Path, summary: str, principal: str = "alice") -> str:
+    order = ["work_orders.create_work_order", "pump_id=PUMP-004", "priority=high", f"summary={summary}"]
+    parked = run_cli(settings, "tools", "call", *order, "--as", principal, "--json")
+    assert parked.returncode == 0, parked.stderr
+    return str(json.loads(parked.stdout)["approval_id"])
+
+
+def test_a_principal_with_terminal_escapes_is_refused_at_every_door_and_shown_visibly(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path)
+    hostile = "mallory\x1b[2Kbob"
+    approval_id = park_order(settings, "Check the soft foot")
+    refused = [
+        run_cli(settings, "tools", "call", "assets.get_pump_details", "pump_id=PUMP-004", "--as", hostile),
+        run_cli(settings, "approvals", "approve", approval_id, "--by", hostile),
+        run_cli(settings, "approvals", "reject", approval_id, "--by", hostile, "--reason", "no"),
+    ]
+    for result in refused:
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "mallory\\x1b[2Kbob" in result.stderr and "\x1b" not in result.stdout + result.stderr
+        assert "visible letters" in result.stderr and "'J. Supervisor'" in result.stderr
+    tail = run_cli(settings, "audit", "tail")
+    assert "mallory\\x1b[2Kbob" in tail.stdout and "\x1b" not in tail.stdout  # the refusals are audited, visibly
+    with sqlite3.connect(settings.parent / "a.db") as db:
+        assert db.execute("SELECT approval_id, status FROM approvals").fetchall() == [(approval_id, "pending")]
+
+
+LOOK_ALIKES = {
+    "zero-width space": "alice\u200b",
+    "fullwidth letters": "\uff41\uff4c\uff49\uff43\uff45",
+    "Cyrillic a": "\u0430lice",
+    "soft hyphen": "alice\u00ad",
+    "right-to-left override": "\u202ealice",
+}
+
+
+@pytest.fixture(scope="module")
+def parked_by_alice(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """One action alice parked for each look-alike to try, so one case's outcome cannot mask another's."""
+    settings = write_settings(tmp_path_factory.mktemp("look-alikes"))
+    return settings, {name: park_order(settings, f"Check the soft foot ({case})") for case, name in LOOK_ALIKES.items()}
+
+
+@pytest.mark.parametrize("approver", LOOK_ALIKES.values(), ids=LOOK_ALIKES.keys())
+def test_the_requester_cannot_approve_their_own_write_under_a_look_alike_name(
+    parked_by_alice: tuple[Path, dict[str, str]], approver: str
+) -> None:
+    settings, parked = parked_by_alice
+    approval_id = parked[approver]
+    refused = run_cli(settings, "approvals", "approve", approval_id, "--by", approver)
+    assert refused.returncode == 2, refused.stdout
+    assert "cannot approve it" in refused.stderr or "--by 'J. Supervisor'" in refused.stderr
+    assert not any(char in refused.stderr for char in "\u200b\u00ad\u202e")
+    with sqlite3.connect(settings.parent / "a.db") as db:
+        status = db.execute("SELECT status FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
+        assert status == ("pending",)
+        assert db.execute("SELECT COUNT(*) FROM work_orders").fetchone() == (0,)

@@ -323,3 +323,17 @@ def test_ask_and_chat_print_the_same_flags_under_a_degraded_empty_answer(tmp_pat
         assert "⚠ degraded: deadline of 5 s reached [/]" in text  # the reason is escaped, not read as markup
         assert "⚠ no answer within the turn's bounds" in text
         assert "session s · 0 model calls · 0+0 tokens" in text
+
+
+def test_a_chat_as_a_name_with_hidden_characters_is_refused_before_the_model_is_asked(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path, Ollama={"Host": "http://127.0.0.1:9"}, Chat={"Provider": "ollama"})
+    app = typer.Typer(callback=root)
+    app.command("chat")(chat_command)
+    result = CliRunner().invoke(app, ["--settings", str(settings), "chat", "--as", "mallory\x1b[2Kbob"], input="hi\n")
+    assert result.exit_code == EXIT_USAGE == 2
+    assert "mallory\\x1b[2Kbob" in result.output and "\x1b" not in result.output
+    assert "Cannot reach Ollama" not in result.output
+    fake = ScriptedOllama([])
+    code, output = chat(write_settings(tmp_path), fake, ["hi"], principal="\u202ealice")
+    assert code == EXIT_USAGE and "\\u202ealice" in output and "\u202e" not in output
+    assert fake.requests == []

@@ -304,3 +304,21 @@ def test_host_and_port_apply_to_http_only(settings_file: Path) -> None:
 )
 def test_loopback_means_localhost_and_loopback_addresses_only(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize(
+    ("client_name", "principal"),
+    [
+        ("\u202e\uff45\uff56\uff45\u200b\x1b", "mcp:eve"),  # hidden characters dropped, fullwidth letters folded
+        ("\u0430lice", "mcp:client"),  # Cyrillic a in a Latin name: refused, so no look-alike identity
+    ],
+)
+async def test_the_mcp_client_name_goes_through_the_same_principal_check_as_every_door(
+    app: AppContext, client_name: str, principal: str
+) -> None:
+    client = types.Implementation(name=client_name, version="1.0")
+    async with create_connected_server_and_client_session(PumpOpsMcpServer(app), client_info=client) as session:
+        result = await session.call_tool("assets-get_system_summary", {})
+    assert not result.isError
+    row = (await app.audit.tail(1))[0]
+    assert (row.principal, row.door) == (principal, "mcp")
