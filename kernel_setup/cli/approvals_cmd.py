@@ -9,11 +9,13 @@ import typer
 from governance import Approval
 from kernel_setup.app import open_app
 from kernel_setup.cli.common import CliState, print_json, run, state
+from kernel_setup.cli.safe_text import safe_text
 
 app = typer.Typer(help="Review parked actions: list, approve (runs it once), reject.", no_args_is_help=True)
 
 
 def _show(cli: CliState, approvals: list[Approval], as_json: bool) -> None:
+    """Each approval as a block; every stored value goes through `safe_text`, so it prints exactly as stored."""
     if as_json:
         print_json(cli, [a.model_dump(mode="json", exclude={"decided_at", "reason"}) for a in approvals])
         return
@@ -21,19 +23,20 @@ def _show(cli: CliState, approvals: list[Approval], as_json: bool) -> None:
         cli.console.print("No approvals.")
     for a in approvals:
         cli.console.print(
-            f"[bold]{a.id}[/] {a.status.value:<9} {a.function} {json.dumps(a.arguments, ensure_ascii=False)}",
+            f"[bold]{safe_text(a.id)}[/] {a.status.value:<9} {safe_text(a.function)} "
+            f"{safe_text(json.dumps(a.arguments, ensure_ascii=False))}",
             highlight=False,
         )
-        decided = f"; decided by {a.decided_by}" if a.decided_by else ""
+        decided = f"; decided by {safe_text(a.decided_by)}" if a.decided_by else ""
         cli.console.print(
-            f"    requested by {a.requested_by} at {a.requested_at}; expires {a.expires_at}{decided}",
+            f"    requested by {safe_text(a.requested_by)} at {safe_text(a.requested_at)}; "
+            f"expires {safe_text(a.expires_at)}{decided}",
             highlight=False,
-            markup=False,
         )
         if a.reason:
-            cli.console.print(f"    reason: {a.reason}", highlight=False, markup=False)
+            cli.console.print(f"    reason: {safe_text(a.reason)}", highlight=False)
         if a.result is not None:
-            cli.console.print(f"    result: {json.dumps(a.result, ensure_ascii=False)}", highlight=False, markup=False)
+            cli.console.print(f"    result: {safe_text(json.dumps(a.result, ensure_ascii=False))}", highlight=False)
 
 
 @app.command("list")

@@ -6,12 +6,12 @@ import getpass
 import json
 
 import typer
-from rich.markup import escape
 
 from kernel_setup.agent.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnResult
 from kernel_setup.app import open_app
 from kernel_setup.cli.chat_render import tool_line, turn_flags, usage_line
 from kernel_setup.cli.common import CliState, checked_principal, print_json, run, state
+from kernel_setup.cli.safe_text import safe_text
 
 
 def ask(
@@ -45,12 +45,13 @@ async def _ask(cli: CliState, question: str, session: str | None, principal: str
                 continue
             if isinstance(event, ToolCallStarted):
                 cli.err_console.print(
-                    f"[dim]→ {escape(event.name)}({escape(json.dumps(event.arguments))})[/]", highlight=False
+                    f"[dim]→ {safe_text(event.name)}({safe_text(json.dumps(event.arguments, ensure_ascii=False))})[/]",
+                    highlight=False,
                 )
             elif isinstance(event, ToolCallFinished):
                 cli.err_console.print(tool_line(event.record), highlight=False)
             elif isinstance(event, TextDelta):
-                cli.console.print(event.text, end="", highlight=False, markup=False, soft_wrap=True)
+                cli.console.print(safe_text(event.text, multiline=True), end="", highlight=False, soft_wrap=True)
             elif isinstance(event, TurnFinished):
                 result = event.result
                 print_footer(cli, result)

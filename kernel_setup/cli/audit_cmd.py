@@ -8,6 +8,7 @@ import typer
 
 from kernel_setup.audit import AuditLog, AuditRow, ChainReport
 from kernel_setup.cli.common import CliState, fail, print_json, run, state
+from kernel_setup.cli.safe_text import safe_text
 from storage import Database
 from storage.errors import sentence
 
@@ -49,7 +50,7 @@ def tail(
         line = f"#{row.id} {row.at} {who} via {row.door}: {row.function} {arguments} -> {row.outcome.value} ({took})"
         if row.detail:
             line += f" {row.detail}"
-        cli.console.print(line, highlight=False, markup=False, soft_wrap=True)
+        cli.console.print(safe_text(line), highlight=False, soft_wrap=True)
 
 
 @app.command("verify")
@@ -72,16 +73,15 @@ def verify(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
         print_json(cli, {"ok": report.ok, **report.model_dump(mode="json")})
     elif report.ok:
         cli.console.print(
-            f"Audit chain intact: {report.rows_checked} rows; head hash {report.head_hash or '(empty)'}.",
+            f"Audit chain intact: {report.rows_checked} rows; head hash {safe_text(report.head_hash or '(empty)')}.",
             highlight=False,
             soft_wrap=True,
         )
     else:
         cli.err_console.print(
-            f"Audit chain broken at row {report.first_bad_id}: {sentence(report.reason or '')} "
+            f"Audit chain broken at row {safe_text(report.first_bad_id)}: {safe_text(sentence(report.reason or ''))} "
             f"Rows verified before it: {report.rows_checked}.",
             highlight=False,
-            markup=False,
             soft_wrap=True,
         )
     if not report.ok:

@@ -16,11 +16,11 @@ from typing import Protocol, TextIO
 import httpx
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from kernel_setup.app import open_app
 from kernel_setup.cli.chat_session import ChatSession
 from kernel_setup.cli.common import CliState, checked_principal, error_code, state
+from kernel_setup.cli.safe_text import safe_text
 from kernel_setup.settings import Settings
 from storage.errors import PumpOpsError
 
@@ -67,7 +67,7 @@ class StreamReader:
             return None
         line = line.rstrip("\r\n")
         if self._echo is not None:
-            self._echo.print(f"[bold]{escape(prompt)}[/]{escape(line)}", highlight=False)
+            self._echo.print(f"[bold]{safe_text(prompt)}[/]{safe_text(line)}", highlight=False)
         return line
 
 
@@ -110,14 +110,16 @@ def run_chat(
             runner.run(stack.aclose())
             if isinstance(exc, KeyboardInterrupt):
                 return EXIT_INTERRUPTED
-            cli.err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            cli.err_console.print(f"[bold red]error:[/] {safe_text(str(exc))}", highlight=False)
             return error_code(exc)
         try:
             _prompt_loop(runner, chat, reader)
         finally:
             runner.run(stack.aclose())
         if chat.turns:
-            chat.console.print(f"[dim]continue with: pumpops chat --session {chat.session}[/]", highlight=False)
+            chat.console.print(
+                f"[dim]continue with: pumpops chat --session {safe_text(chat.session)}[/]", highlight=False
+            )
         return 0
 
 

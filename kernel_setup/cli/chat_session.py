@@ -13,13 +13,13 @@ from contextlib import contextmanager
 from typing import Any, Protocol, cast
 
 from rich.console import Console
-from rich.markup import escape
 
 from governance import principal_name
 from kernel_setup.agent.runner import TurnRunner
 from kernel_setup.agent.sessions import MAX_SESSION_ID_LENGTH, new_session_id
 from kernel_setup.app import AppContext
 from kernel_setup.cli.chat_render import TurnRenderer, print_approvals, print_decision, print_history, print_tools
+from kernel_setup.cli.safe_text import safe_text
 from kernel_setup.direct_calls import tool_definitions
 from storage.errors import PumpOpsError
 
@@ -73,11 +73,11 @@ class ChatSession:
 
     async def start(self) -> None:
         """Greet: model and host, the session, who is asking, how to get help."""
-        self.console.print(f"[bold]PumpOps chat[/] · model [cyan]{escape(self._model)}[/]", highlight=False)
+        self.console.print(f"[bold]PumpOps chat[/] · model [cyan]{safe_text(self._model)}[/]", highlight=False)
         stored = len(await self._app.sessions.load(self.session)) if self._continued else 0
         state = f"continuing, {stored} messages" if stored else "new"
         self.console.print(
-            f"[dim]session {escape(self.session)} ({state}) · as {escape(self._principal)} · "
+            f"[dim]session {safe_text(self.session)} ({state}) · as {safe_text(self._principal)} · "
             "/help for commands · Ctrl-C cancels a turn · /quit or Ctrl-D exits[/]",
             highlight=False,
         )
@@ -114,7 +114,7 @@ class ChatSession:
                 return
             except PumpOpsError as exc:  # the model failed mid-session: say so and keep the session
                 renderer.end_text()
-                self.console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+                self.console.print(f"[bold red]error:[/] {safe_text(str(exc))}", highlight=False)
                 return
         self.turns += 1
 
@@ -133,7 +133,8 @@ class ChatSession:
         elif name == "/reset":
             previous, self.session = self.session, new_session_id()
             self.console.print(
-                f"new session {self.session} (continue the previous one with: pumpops chat --session {previous})",
+                f"new session {safe_text(self.session)} (continue the previous one with: "
+                f"pumpops chat --session {safe_text(previous)})",
                 highlight=False,
             )
         elif name == "/approvals":
@@ -143,7 +144,7 @@ class ChatSession:
         elif name == "/reject":
             await self._reject(rest)
         else:
-            self.console.print(f"unknown command {escape(name)}; /help lists the commands", highlight=False)
+            self.console.print(f"unknown command {safe_text(name)}; /help lists the commands", highlight=False)
         return True
 
     def _approvals(self) -> ApprovalsService | None:
@@ -196,13 +197,13 @@ class ChatSession:
     async def _refused(self, service: ApprovalsService, approval_id: str, exc: PumpOpsError) -> None:
         """Say why, and when the action is still pending, how a supervisor decides it."""
         message = str(exc)
-        self.console.print(f"[bold red]refused:[/] {escape(message)}", highlight=False)
+        self.console.print(f"[bold red]refused:[/] {safe_text(message)}", highlight=False)
         if "pumpops approvals approve" in message:
             return  # the service already said how
         pending = {str(a.id) for a in await service.list("pending")}
         if approval_id in pending:
             self.console.print(
-                f"A supervisor approves it with: pumpops approvals approve {escape(approval_id)} --by NAME",
+                f"A supervisor approves it with: pumpops approvals approve {safe_text(approval_id)} --by NAME",
                 highlight=False,
             )
 

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from governance import PrincipalError, principal_name
 from kernel_setup.chat.factory import ModelUnavailableError
+from kernel_setup.cli.safe_text import safe_json, safe_text
 from kernel_setup.settings import Settings, load_settings
 from storage.errors import PumpOpsError
 
@@ -54,7 +53,7 @@ def state(ctx: typer.Context) -> CliState:
 
 def fail(cli: CliState, message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print an error (no traceback) and exit non-zero."""
-    cli.err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
+    cli.err_console.print(f"[bold red]error:[/] {safe_text(message)}", highlight=False, markup=True)
     raise typer.Exit(code)
 
 
@@ -72,8 +71,8 @@ def run(cli: CliState, coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def print_json(cli: CliState, data: Any) -> None:
-    """Machine-readable output: plain JSON on stdout, nothing else."""
-    cli.console.print_json(json.dumps(data, ensure_ascii=False), highlight=False)
+    """Machine-readable output: plain JSON on stdout, nothing else (hidden characters escaped, see `safe_json`)."""
+    cli.console.out(safe_json(data), highlight=False)
 
 
 def checked_principal(cli: CliState, name: str, option: str = "--as") -> str:

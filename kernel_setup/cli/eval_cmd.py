@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from kernel_setup.cli.common import CliState, fail, print_json, run, state
+from kernel_setup.cli.safe_text import safe_text
 from kernel_setup.evaluation.questions import (
     Category,
     EvalQuestionsError,
@@ -72,7 +72,7 @@ def eval_command(
         result = transcript.result
         if result is None:
             cli.err_console.print(
-                f"[red]✗[/] {item.id} #{transcript.trial}: {escape(transcript.error or '')}", highlight=False
+                f"[red]✗[/] {item.id} #{transcript.trial}: {safe_text(transcript.error or '')}", highlight=False
             )
             return
         calls = ", ".join(c.name for c in result.tool_calls) or "no tool"
@@ -150,5 +150,5 @@ def print_report(cli: CliState, report: EvalReport) -> None:
     failed = [t for t in report.trials if not t.passed]
     for trial in failed[:20]:
         cli.console.print(
-            f"[dim]✗ {trial.item_id} #{trial.trial}: {escape('; '.join(trial.problems))}[/]", highlight=False
+            f"[dim]✗ {trial.item_id} #{trial.trial}: {safe_text('; '.join(trial.problems))}[/]", highlight=False
         )

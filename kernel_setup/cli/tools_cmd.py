@@ -10,6 +10,7 @@ import typer
 from kernel_setup.app import open_app
 from kernel_setup.call_context import CallContext, acting_as
 from kernel_setup.cli.common import checked_principal, print_json, run, state
+from kernel_setup.cli.safe_text import safe_text
 from kernel_setup.direct_calls import call_tool, tool_definitions
 
 app = typer.Typer(help="List and call kernel functions without a model.", no_args_is_help=True)
@@ -39,8 +40,8 @@ def list_tools(
         params = function["parameters"]["properties"]
         required = set(function["parameters"]["required"])
         signature = ", ".join(f"{name}{'' if name in required else '?'}" for name in params)
-        cli.console.print(f"[bold cyan]{function['name']}[/]({signature})", highlight=False)
-        cli.console.print(f"  {function['description']}", highlight=False, markup=False)
+        cli.console.print(f"[bold cyan]{safe_text(function['name'])}[/]({safe_text(signature)})", highlight=False)
+        cli.console.print(f"  {safe_text(function['description'])}", highlight=False)
 
 
 @app.command("call")
@@ -67,9 +68,6 @@ def call(
     try:
         parsed = json.loads(result)
     except json.JSONDecodeError:
-        cli.console.print(result, highlight=False, markup=False)
+        cli.console.print(safe_text(result, multiline=True), highlight=False)
         return
-    if as_json:
-        print_json(cli, parsed)
-    else:
-        cli.console.print_json(json.dumps(parsed, ensure_ascii=False))
+    print_json(cli, parsed)

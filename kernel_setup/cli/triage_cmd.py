@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import httpx
 import typer
-from rich.markup import escape
 
 from kernel_setup.app import open_app
 from kernel_setup.cli.chat_render import TurnRenderer
 from kernel_setup.cli.common import CliState, checked_principal, print_json, run, state
+from kernel_setup.cli.safe_text import safe_text
 from kernel_setup.triage import AUTOMATION_PRINCIPAL, TriageResult, Urgency, read_alarm, triage_alarm
 
 EXIT_NO_ANSWER = 4
@@ -52,8 +52,8 @@ async def triage(
         if as_json:
             return await triage_alarm(app, alarm.alarm_id, principal=principal)
         cli.err_console.print(
-            f"[bold]triage {alarm.alarm_id}[/] · {alarm.pump_id} · {alarm.severity.value} "
-            f"{escape(alarm.sensor_type or 'equipment')} alarm · raised {alarm.raised_at}"
+            f"[bold]triage {safe_text(alarm.alarm_id)}[/] · {safe_text(alarm.pump_id)} · {alarm.severity.value} "
+            f"{safe_text(alarm.sensor_type or 'equipment')} alarm · raised {safe_text(alarm.raised_at)}"
             f"{'' if alarm.active else ' (cleared)'}",
             highlight=False,
         )

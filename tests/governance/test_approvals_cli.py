@@ -1,4 +1,4 @@
-"""`pumpops approvals` end to end: list, self-approval refused, approve once, reject, and hostile names."""
+"""`pumpops approvals` end to end: list, self-approval refused, approve once, reject, and hostile text or names."""
 
 import json
 import sqlite3
@@ -41,6 +41,11 @@ def test_the_supervisor_commands_decide_parked_actions(tmp_path: Path) -> None:
     assert run_cli(settings, "audit", "verify").returncode == 0
 
 
+HOSTILE_SUMMARY = "Grease [/] bearings; [red]the[/red] seal :warning: \x1b[2K\u202eok"
+SHOWN_SUMMARY = "Grease [/] bearings; [red]the[/red] seal :warning: \\u001b[2K\\u202eok"  # as JSON text, made visible
+RAW_HIDDEN = ("\x1b", "\u202e")
+
+
 def write_settings(folder: Path, **sections: object) -> Path:
     settings = folder / "appsettings.json"
     settings.write_text(json.dumps({"Database": {"Path": "a.db"}, "Qdrant": {"Path": ":memory:"}, **sections}))
@@ -52,6 +57,22 @@ def park_order(settings: Path, summary: str, principal: str = "alice") -> str:
     parked = run_cli(settings, "tools", "call", *order, "--as", principal, "--json")
     assert parked.returncode == 0, parked.stderr
     return str(json.loads(parked.stdout)["approval_id"])
+
+
+def test_a_hostile_summary_is_shown_exactly_as_stored_by_list_approve_and_audit_tail(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path)
+    approval_id = park_order(settings, HOSTILE_SUMMARY)
+    listed = run_cli(settings, "approvals", "list", "--status", "pending")
+    approved = run_cli(settings, "approvals", "approve", approval_id, "--by", "bob")
+    executed = run_cli(settings, "approvals", "list", "--status", "executed")
+    tail = run_cli(settings, "audit", "tail")
+    for shown in (listed, approved, executed, tail):
+        assert shown.returncode == 0, shown.stderr  # `[/]` is text, not a closing tag that crashes rich
+        assert SHOWN_SUMMARY in shown.stdout  # `[red]the[/red]` is not styled away; the escapes are visible
+        assert not any(char in shown.stdout + shown.stderr for char in RAW_HIDDEN)
+    assert "work_order_id" in approved.stdout and "WO-0001" in approved.stdout
+    stored = json.loads(run_cli(settings, "approvals", "list", "--status", "executed", "--json").stdout)
+    assert stored[0]["arguments"]["summary"] == HOSTILE_SUMMARY  # JSON still carries the exact text
 
 
 def test_a_principal_with_terminal_escapes_is_refused_at_every_door_and_shown_visibly(tmp_path: Path) -> None:
