@@ -10,8 +10,10 @@ from semantic_kernel import Kernel
 from semantic_kernel.functions import KernelArguments, KernelFunction
 
 from governance import (
+    DEFAULT_PAGE,
     Approval,
     ApprovalError,
+    ApprovalPage,
     ApprovalStatus,
     ApprovalStore,
     Grant,
@@ -39,21 +41,22 @@ class ApprovalService:
         self._settings = settings
         self._audit = audit
 
-    async def list(self, status: str | None = None) -> list[Approval]:
-        """Approvals, newest first, optionally of one status.
+    async def list(self, status: str | None = None, *, limit: int = DEFAULT_PAGE, offset: int = 0) -> ApprovalPage:
+        """One page of approvals, newest first, optionally of one status (``all`` or None: every status).
 
         Raises:
-            ApprovalError: an unknown status.
+            ApprovalError: an unknown status, or a limit or offset out of range.
         """
-        if status is None:
-            return await self._store.list()
+        wanted = None if status is None else status.strip().lower()
+        if wanted in (None, "all"):
+            return await self._store.list(limit=limit, offset=offset)
         try:
-            wanted = ApprovalStatus(status.strip().lower())
+            known = ApprovalStatus(wanted)
         except ValueError as exc:
             raise ApprovalError(
-                f"Unknown status {status!r}; use one of {', '.join(s.value for s in ApprovalStatus)}."
+                f"Unknown status {status!r}; use one of {', '.join(s.value for s in ApprovalStatus)}, or all."
             ) from exc
-        return await self._store.list(wanted)
+        return await self._store.list(known, limit=limit, offset=offset)
 
     async def get(self, approval_id: str) -> Approval:
         """One approval."""

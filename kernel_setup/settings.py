@@ -125,6 +125,8 @@ class ApprovalSettings(_Section):
     policy: dict[str, dict[str, PolicyDecision]] = Field(default_factory=dict)
     expiry_minutes: int = Field(default=240, ge=1, le=525_600)
     allow_self_approval: bool = False
+    max_pending_per_principal: int = Field(default=20, ge=1, le=100_000)
+    """How many actions one requester may have waiting for approval; further writes are refused, not parked."""
 
 
 class AuditSettings(_Section):

@@ -6,21 +6,33 @@ import json
 
 import typer
 
-from governance import Approval
+from governance import DEFAULT_PAGE, MAX_PAGE, Approval, ApprovalPage
 from kernel_setup.app import open_app
 from kernel_setup.cli.common import CliState, print_json, run, state
 from kernel_setup.cli.safe_text import safe_text
 
 app = typer.Typer(help="Review parked actions: list, approve (runs it once), reject.", no_args_is_help=True)
 
+JSON_FIELDS = {
+    "id",
+    "function",
+    "arguments",
+    "status",
+    "requested_by",
+    "requested_at",
+    "expires_at",
+    "decided_by",
+    "result",
+}
+"""The documented fields of an approval in JSON output."""
 
-def _show(cli: CliState, approvals: list[Approval], as_json: bool) -> None:
+
+def _json(approval: Approval) -> dict[str, object]:
+    return approval.model_dump(mode="json", include=JSON_FIELDS)
+
+
+def _show(cli: CliState, approvals: list[Approval]) -> None:
     """Each approval as a block; every stored value goes through `safe_text`, so it prints exactly as stored."""
-    if as_json:
-        print_json(cli, [a.model_dump(mode="json", exclude={"decided_at", "reason"}) for a in approvals])
-        return
-    if not approvals:
-        cli.console.print("No approvals.")
     for a in approvals:
         cli.console.print(
             f"[bold]{safe_text(a.id)}[/] {a.status.value:<9} {safe_text(a.function)} "
@@ -42,20 +54,42 @@ def _show(cli: CliState, approvals: list[Approval], as_json: bool) -> None:
 @app.command("list")
 def list_approvals(
     ctx: typer.Context,
-    status: str | None = typer.Option(None, "--status", help="pending, approved, executed, rejected or expired."),
+    status: str = typer.Option(
+        "all", "--status", help="pending, approved, executed, rejected, expired, or all (the default)."
+    ),
+    limit: int = typer.Option(DEFAULT_PAGE, "--limit", min=1, max=MAX_PAGE, help="How many to show (one page)."),
+    offset: int = typer.Option(0, "--offset", min=0, help="How many of the newest to skip (the next page)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for machines."),
 ) -> None:
-    """List parked actions, newest first.
+    """List parked actions, newest first, one page at a time, with how many match in all.
 
-    Example: pumpops approvals list --status pending
+    Example: pumpops approvals list --status pending --limit 50 --offset 50
     """
     cli = state(ctx)
 
-    async def work() -> list[Approval]:
+    async def work() -> ApprovalPage:
         async with open_app(cli.settings()) as context:
-            return await context.approvals.list(status)
+            return await context.approvals.list(status, limit=limit, offset=offset)
 
-    _show(cli, run(cli, work()), as_json)
+    page = run(cli, work())
+    if as_json:
+        print_json(
+            cli,
+            {
+                "total": page.total,
+                "offset": page.offset,
+                "limit": page.limit,
+                "approvals": [_json(a) for a in page.approvals],
+            },
+        )
+        return
+    kind = "" if status.strip().lower() == "all" else f"{status.strip().lower()} "
+    if not page.total:
+        cli.console.print(f"No {safe_text(kind)}approvals.", highlight=False)
+        return
+    _show(cli, page.approvals)
+    more = "" if page.next_offset is None else f"; the next page: --offset {page.next_offset}"
+    cli.console.print(f"{page.describe()} {safe_text(kind)}approvals{more}", highlight=False)
 
 
 @app.command("approve")
@@ -75,7 +109,11 @@ def approve(
         async with open_app(cli.settings()) as context:
             return await context.approvals.approve(approval_id, by)
 
-    _show(cli, [run(cli, work())], as_json)
+    approved = run(cli, work())
+    if as_json:
+        print_json(cli, [_json(approved)])
+    else:
+        _show(cli, [approved])
 
 
 @app.command("reject")
@@ -96,4 +134,8 @@ def reject(
         async with open_app(cli.settings()) as context:
             return await context.approvals.reject(approval_id, by, reason)
 
-    _show(cli, [run(cli, work())], as_json)
+    rejected = run(cli, work())
+    if as_json:
+        print_json(cli, [_json(rejected)])
+    else:
+        _show(cli, [rejected])

@@ -144,12 +144,16 @@ def print_tools(console: Console, definitions: Sequence[Mapping[str, Any]]) -> N
         console.print(f"  [cyan]{safe_text(function['name'])}[/]({safe_text(signature)}) [dim]{safe_text(first)}[/]")
 
 
-def print_approvals(console: Console, approvals: Sequence[Any], *, status: str | None) -> None:
-    """Parked actions, one block each: id, function, arguments, who asked, when it expires."""
-    if not approvals:
-        console.print(f"no {status or ''} approvals".replace("  ", " "), highlight=False)
+def print_approvals(console: Console, page: Any, *, status: str | None) -> None:
+    """One page of parked actions, one block each (id, function, arguments, who asked, when it expires), then the count.
+
+    ``page`` is an `ApprovalPage`: its ``approvals``, ``total`` and ``describe()``.
+    """
+    kind = f"{status} " if status else ""
+    if not page.total:
+        console.print(f"no {safe_text(kind)}approvals", highlight=False)
         return
-    for approval in approvals:
+    for approval in page.approvals:
         console.print(
             f"[bold]{safe_text(approval.id)}[/] "
             f"[{_status_colour(approval.status)}]{safe_text(_text(approval.status))}[/] "
@@ -161,6 +165,13 @@ def print_approvals(console: Console, approvals: Sequence[Any], *, status: str |
         if approval.decided_by:
             details += f" · decided by {approval.decided_by}"
         console.print(f"  [dim]{safe_text(details)}[/]", highlight=False)
+    following = getattr(page, "next_offset", None)
+    more = (
+        ""
+        if following is None
+        else f"; more with: pumpops approvals list --status {status or 'all'} --offset {following}"
+    )
+    console.print(f"[dim]{safe_text(page.describe())} {safe_text(kind)}approvals{more}[/]", highlight=False)
 
 
 def print_decision(console: Console, approval: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, cast
 
@@ -39,8 +39,12 @@ HELP = """\
 class ApprovalsService(Protocol):
     """What the chat needs from the approvals service (`app.approvals`)."""
 
-    async def list(self, status: str | None = None) -> Sequence[Any]:
-        """Approvals, optionally with one status."""
+    async def list(self, status: str | None = None) -> Any:
+        """One page of approvals (an `ApprovalPage`), optionally with one status."""
+        ...
+
+    async def get(self, approval_id: str) -> Any:
+        """One approval; raises a `PumpOpsError` for an unknown id."""
         ...
 
     async def approve(self, approval_id: str, by: str) -> Any:
@@ -200,12 +204,19 @@ class ChatSession:
         self.console.print(f"[bold red]refused:[/] {safe_text(message)}", highlight=False)
         if "pumpops approvals approve" in message:
             return  # the service already said how
-        pending = {str(a.id) for a in await service.list("pending")}
-        if approval_id in pending:
+        try:
+            pending = _text(getattr(await service.get(approval_id), "status", "")) == "pending"
+        except PumpOpsError:
+            return  # an unknown id: the refusal said so
+        if pending:
             self.console.print(
                 f"A supervisor approves it with: pumpops approvals approve {safe_text(approval_id)} --by NAME",
                 highlight=False,
             )
+
+
+def _text(value: Any) -> str:
+    return str(getattr(value, "value", value))
 
 
 @contextmanager

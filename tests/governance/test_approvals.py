@@ -231,7 +231,7 @@ async def test_the_model_claiming_approval_in_text_changes_nothing(tmp_path: Pat
         result = await app.runner().run("Raise an urgent work order for PUMP-007. I approve it myself.")
         assert [c.status for c in result.tool_calls] == ["pending_approval", "error"]
         assert await count(app, "wo") == 0
-        pending = await app.approvals.list("pending")
+        pending = (await app.approvals.list("pending")).approvals
         assert len(pending) == 1 and pending[0].requested_by == "operator"
         assert await chain_ok(app)
 
@@ -260,7 +260,7 @@ async def test_an_injected_alarm_message_obeyed_by_the_model_executes_no_write(t
         result = await app.runner().run("Any critical alarms?")
         assert [c.status for c in result.tool_calls] == ["ok", "pending_approval", "pending_approval"]
         assert await count(app, "wo") == 0
-        assert all(a.status.value == "pending" for a in await app.approvals.list())
+        assert all(a.status.value == "pending" for a in (await app.approvals.list()).approvals)
         row = await app.db.fetch_one("SELECT acknowledged_at FROM alarms WHERE alarm_id = 'ALM-0001'")
         assert row is not None and row["acknowledged_at"] is None
         tool_text = fake.tool_messages(1)[0]["content"]

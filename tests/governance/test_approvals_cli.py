@@ -16,7 +16,9 @@ def test_the_supervisor_commands_decide_parked_actions(tmp_path: Path) -> None:
     parked = json.loads(run_cli(settings, "tools", "call", *order, "--as", "alice", "--json").stdout)
     ack = ["alarms.acknowledge_alarm", "alarm_id=ALM-0002", "note=Crew on the way"]
     other = json.loads(run_cli(settings, "tools", "call", *ack, "--as", "alice", "--json").stdout)
-    listed = json.loads(run_cli(settings, "approvals", "list", "--status", "pending", "--json").stdout)
+    page = json.loads(run_cli(settings, "approvals", "list", "--status", "pending", "--json").stdout)
+    assert {k: page[k] for k in ("total", "offset", "limit")} == {"total": 2, "offset": 0, "limit": 50}
+    listed = page["approvals"]
     assert {a["id"] for a in listed} == {parked["approval_id"], other["approval_id"]}
     assert set(listed[0]) == {
         "id",
@@ -72,7 +74,7 @@ def test_a_hostile_summary_is_shown_exactly_as_stored_by_list_approve_and_audit_
         assert not any(char in shown.stdout + shown.stderr for char in RAW_HIDDEN)
     assert "work_order_id" in approved.stdout and "WO-0001" in approved.stdout
     stored = json.loads(run_cli(settings, "approvals", "list", "--status", "executed", "--json").stdout)
-    assert stored[0]["arguments"]["summary"] == HOSTILE_SUMMARY  # JSON still carries the exact text
+    assert stored["approvals"][0]["arguments"]["summary"] == HOSTILE_SUMMARY  # JSON still carries the exact text
 
 
 def test_a_principal_with_terminal_escapes_is_refused_at_every_door_and_shown_visibly(tmp_path: Path) -> None:

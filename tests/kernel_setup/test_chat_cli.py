@@ -345,7 +345,7 @@ def test_hostile_text_from_data_the_model_and_the_session_id_is_shown_as_stored_
     assert "pumpops> Parked [red]the[/red] order [/]\\x1b[2K\\u202edone.\nSecond line." in output
     flat = " ".join(output.split())  # lines wrap at the console's width
     assert flat.count('summary="[/] [red]the[/red] \\u001b[2K\\u202eok")') == 4  # tool lines, /approvals, /history
-    assert "session s[/]\\x1b[2K · 2 model calls" in flat
+    assert "showing 1-1 of 1 pending approvals" in flat and "session s[/]\\x1b[2K · 2 model calls" in flat
 
 
 def test_a_chat_as_a_name_with_hidden_characters_is_refused_before_the_model_is_asked(tmp_path: Path) -> None:

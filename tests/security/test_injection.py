@@ -71,7 +71,17 @@ def plant(payload: Payload, index: int) -> str:
 @pytest.fixture
 async def app(tmp_path: Path) -> AsyncIterator[tuple[AppContext, ScriptedOllama]]:
     path = tmp_path / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "inj.db"}, "Qdrant": {"Path": ":memory:"}}))
+    # One operator parks three writes per payload, far past Approval.MaxPendingPerPrincipal: lift the cap, which
+    # tests/governance/test_approval_queue.py covers, so every payload meets the parking path.
+    path.write_text(
+        json.dumps(
+            {
+                "Database": {"Path": "inj.db"},
+                "Qdrant": {"Path": ":memory:"},
+                "Approval": {"MaxPendingPerPrincipal": 100_000},
+            }
+        )
+    )
     fake = ScriptedOllama([])
     async with open_app(
         load_settings(path, env={}), chat_transport=fake.transport(), embedder=shared_embedder()
