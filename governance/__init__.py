@@ -5,9 +5,11 @@ from governance.approvals import (
     DEFAULT_PAGE,
     MAX_PAGE,
     Approval,
+    ApprovalDecision,
     ApprovalPage,
     ApprovalStatus,
     ApprovalStore,
+    DecisionOutcome,
 )
 from governance.errors import ApprovalError, ApprovalRequiredError, PendingLimitError, PrincipalError
 from governance.grants import Grant, active_grant, complete, granting, redeem
@@ -19,11 +21,13 @@ __all__ = [
     "DEFAULT_PAGE",
     "MAX_PAGE",
     "Approval",
+    "ApprovalDecision",
     "ApprovalError",
     "ApprovalPage",
     "ApprovalRequiredError",
     "ApprovalStatus",
     "ApprovalStore",
+    "DecisionOutcome",
     "Grant",
     "PendingLimitError",
     "PrincipalError",

@@ -47,7 +47,24 @@ class Approval(BaseModel):
     decided_by: str | None = None
     decided_at: str | None = None
     reason: str | None = None
+    executed_at: str | None = None
     result: Any = None
+
+
+class DecisionOutcome(str, Enum):
+    """What one approval call did."""
+
+    EXECUTED = "executed"
+    """This call ran the action."""
+    ALREADY_EXECUTED = "already_executed"
+    """The action had already run (another approval, or this one earlier); this call ran nothing."""
+
+
+class ApprovalDecision(Approval):
+    """An approval after a supervisor's approve call, saying whether that call ran it."""
+
+    outcome: DecisionOutcome
+    message: str
 
 
 class ApprovalPage(BaseModel):
@@ -295,5 +312,6 @@ def _approval(row: Any) -> Approval:
         decided_by=row["decided_by"],
         decided_at=row["decided_at"],
         reason=row["reason"],
+        executed_at=row["executed_at"],
         result=result,
     )

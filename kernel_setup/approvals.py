@@ -12,10 +12,12 @@ from semantic_kernel.functions import KernelArguments, KernelFunction
 from governance import (
     DEFAULT_PAGE,
     Approval,
+    ApprovalDecision,
     ApprovalError,
     ApprovalPage,
     ApprovalStatus,
     ApprovalStore,
+    DecisionOutcome,
     Grant,
     granting,
     principal_name,
@@ -62,8 +64,12 @@ class ApprovalService:
         """One approval."""
         return await self._store.get(approval_id)
 
-    async def approve(self, approval_id: str, by: str) -> Approval:
+    async def approve(self, approval_id: str, by: str) -> ApprovalDecision:
         """Approve and execute a parked action exactly once; approving it again returns the first result.
+
+        The decision says whether this call ran the action (``executed``) or found it already run, by whom
+        and when (``already_executed``, with that execution's result); of several supervisors approving one
+        action at once, exactly one runs it.
 
         Raises:
             PrincipalError: ``by`` is not a valid name.
@@ -83,9 +89,10 @@ class ApprovalService:
             raise
         await self._audit_decision("approvals-approve", approval.id, who, AuditOutcome.OK, approval.function)
         if approval.status is ApprovalStatus.EXECUTED or function is None:
-            return approval
+            return _decision(approval, ran=False)
         hook = audit_hook(self._audit, function, approval.arguments, f"{approval.id} approved by {who.principal}")
-        with acting_as(who), granting(Grant(approval_id=approval.id, function=approval.function, on_commit=hook)):
+        grant = Grant(approval_id=approval.id, function=approval.function, on_commit=hook, approver=who.principal)
+        with acting_as(who), granting(grant):
             try:
                 arguments = KernelArguments()
                 arguments.update(approval.arguments)
@@ -96,7 +103,7 @@ class ApprovalService:
                 raise ApprovalError(
                     f"{approval.id} is approved but its execution failed: {message} Approve it again to retry."
                 ) from exc
-        return await self._store.get(approval.id)
+        return _decision(await self._store.get(approval.id), ran=grant.executed)
 
     def _runnable(self, approval: Approval) -> KernelFunction:
         """The function a parked action calls, if it still exists and policy still lets it be approved.
@@ -145,3 +152,17 @@ class ApprovalService:
 def _decider(by: str) -> CallContext:
     """Who a refused decision is audited as: the name as given, hidden characters shown as escapes."""
     return CallContext(principal=show_hidden(by.strip())[:100] or "(nobody)", door=DOOR)
+
+
+def _decision(approval: Approval, *, ran: bool) -> ApprovalDecision:
+    """The approval after an approve call, saying whether that call ran it or found it already run."""
+    if ran:
+        outcome = DecisionOutcome.EXECUTED
+        message = f"{approval.id} was approved by {approval.decided_by} and executed at {approval.executed_at}."
+    else:
+        outcome = DecisionOutcome.ALREADY_EXECUTED
+        message = (
+            f"{approval.id} had already been executed by {approval.decided_by} at {approval.executed_at}; this "
+            "approval ran nothing again, and the result is that execution's."
+        )
+    return ApprovalDecision(**approval.model_dump(), outcome=outcome, message=message)

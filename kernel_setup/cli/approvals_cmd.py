@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from governance import DEFAULT_PAGE, MAX_PAGE, Approval, ApprovalPage
+from governance import DEFAULT_PAGE, MAX_PAGE, Approval, ApprovalDecision, ApprovalPage
 from kernel_setup.app import open_app
 from kernel_setup.cli.common import CliState, print_json, run, state
 from kernel_setup.cli.safe_text import safe_text
@@ -28,7 +28,7 @@ JSON_FIELDS = {
 
 
 def _json(approval: Approval) -> dict[str, object]:
-    return approval.model_dump(mode="json", include=JSON_FIELDS)
+    return approval.model_dump(mode="json", include=JSON_FIELDS | {"outcome", "message"})
 
 
 def _show(cli: CliState, approvals: list[Approval]) -> None:
@@ -105,15 +105,16 @@ def approve(
     """
     cli = state(ctx)
 
-    async def work() -> Approval:
+    async def work() -> ApprovalDecision:
         async with open_app(cli.settings()) as context:
             return await context.approvals.approve(approval_id, by)
 
-    approved = run(cli, work())
+    decision = run(cli, work())
     if as_json:
-        print_json(cli, [_json(approved)])
-    else:
-        _show(cli, [approved])
+        print_json(cli, [_json(decision)])
+        return
+    cli.console.print(safe_text(decision.message), highlight=False)
+    _show(cli, [decision])
 
 
 @app.command("reject")

@@ -175,7 +175,10 @@ def print_approvals(console: Console, page: Any, *, status: str | None) -> None:
 
 
 def print_decision(console: Console, approval: Any) -> None:
-    """The approval after a decision, with the action's result when it ran."""
+    """The approval after a decision: whether this call ran it (or it had run already), and the action's result."""
+    message = getattr(approval, "message", None)
+    if message:
+        console.print(safe_text(message), highlight=False)
     console.print(
         f"[{_status_colour(approval.status)}]{safe_text(_text(approval.status))}[/] {safe_text(approval.id)} "
         f"{safe_text(call_signature(str(approval.function), approval.arguments or {}))} "

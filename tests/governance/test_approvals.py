@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from semantic_kernel import Kernel
 from semantic_kernel.exceptions import KernelInvokeException
 from semantic_kernel.functions import KernelArguments, kernel_function
 
-from governance import ApprovalError, ApprovalRequiredError, ApprovalStore, Grant
+from governance import ApprovalError, ApprovalRequiredError, ApprovalStore, DecisionOutcome, Grant
 from kernel_setup import AppContext, load_settings, open_app
 from kernel_setup.call_context import CallContext, acting_as
 from plugins.alarms import AlarmsPlugin
@@ -95,6 +96,37 @@ async def test_two_supervisors_approving_at_once_execute_it_once(tmp_path: Path)
         assert all(not isinstance(r, BaseException) for r in results), results
         assert await count(app, "wo") == 1
         assert await chain_ok(app)
+
+
+async def test_ten_supervisors_approving_at_once_get_one_execution_and_nine_honest_already_executed_answers(
+    tmp_path: Path,
+) -> None:
+    settings = settings_for(tmp_path)
+    async with AsyncExitStack() as stack:
+        apps = [await stack.enter_async_context(open_app(settings)) for _ in range(10)]  # ten connections
+        parked = await propose(apps[0])
+        decisions = await asyncio.gather(
+            *[app.approvals.approve(parked["approval_id"], by=f"sup-{i}") for i, app in enumerate(apps)]
+        )
+        ran = [d for d in decisions if d.outcome is DecisionOutcome.EXECUTED]
+        assert len(ran) == 1, [d.message for d in decisions]
+        winner = ran[0]
+        assert winner.decided_by in {f"sup-{i}" for i in range(10)} and winner.executed_at
+        assert (
+            winner.message == f"{winner.id} was approved by {winner.decided_by} and executed at {winner.executed_at}."
+        )
+        for loser in decisions:
+            if loser is winner:
+                continue
+            assert loser.outcome is DecisionOutcome.ALREADY_EXECUTED
+            assert loser.message.startswith(
+                f"{winner.id} had already been executed by {winner.decided_by} at {winner.executed_at};"
+            )
+            assert loser.result == winner.result and loser.status.value == "executed"
+        order = await apps[0].db.fetch_one("SELECT approved_by FROM work_orders")
+        assert order is not None and order["approved_by"] == winner.decided_by
+        assert await count(apps[0], "wo") == 1
+        assert await chain_ok(apps[0])
 
 
 async def test_an_expired_approval_is_refused(tmp_path: Path) -> None:

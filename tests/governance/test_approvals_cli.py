@@ -1,12 +1,14 @@
 """`pumpops approvals` end to end: list, self-approval refused, approve once, reject, and hostile text or names."""
 
 import json
+import os
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.kernel_setup.test_cli_tools import run_cli
+from tests.kernel_setup.test_cli_tools import PUMPOPS, run_cli
 
 
 def test_the_supervisor_commands_decide_parked_actions(tmp_path: Path) -> None:
@@ -126,3 +128,37 @@ def test_the_requester_cannot_approve_their_own_write_under_a_look_alike_name(
         status = db.execute("SELECT status FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
         assert status == ("pending",)
         assert db.execute("SELECT COUNT(*) FROM work_orders").fetchone() == (0,)
+
+
+PROCESSES = 4  # ten connections race in tests/governance/test_approvals.py; here the real CLI, in processes
+
+
+def test_processes_approving_one_action_at_once_report_one_execution_and_honest_replays(
+    tmp_path: Path,
+) -> None:
+    settings = write_settings(tmp_path)
+    approval_id = park_order(settings, "Check the soft foot")
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("PUMPOPS_")}
+    command = [str(PUMPOPS), "--settings", str(settings), "approvals", "approve", approval_id, "--json", "--by"]
+    processes = [
+        subprocess.Popen(
+            [*command, f"sup-{i}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path
+        )
+        for i in range(PROCESSES)
+    ]
+    answers = []
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        answers.append(json.loads(out)[0])
+    ran = [a for a in answers if a["outcome"] == "executed"]
+    assert len(ran) == 1, [a["message"] for a in answers]
+    winner = ran[0]
+    with sqlite3.connect(tmp_path / "a.db") as db:
+        executed_at = db.execute("SELECT executed_at FROM approvals").fetchone()[0]
+        assert db.execute("SELECT COUNT(*), MAX(approved_by) FROM work_orders").fetchone() == (1, winner["decided_by"])
+    honest = f"had already been executed by {winner['decided_by']} at {executed_at}; this approval ran nothing again"
+    for answer in answers:
+        assert answer["result"] == winner["result"] and answer["status"] == "executed"
+        if answer is not winner:
+            assert answer["outcome"] == "already_executed" and honest in answer["message"]
