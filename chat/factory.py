@@ -7,7 +7,7 @@ import ollama
 from semantic_kernel.connectors.ai.ollama.ollama_prompt_execution_settings import OllamaChatPromptExecutionSettings
 
 from chat.ollama.service import HardenedOllamaChatCompletion
-from core.errors import PumpOpsError
+from core.errors import PumpOpsError, sentence
 from kernel_setup.settings import OllamaSettings
 
 
@@ -42,7 +42,9 @@ async def check_ollama(settings: OllamaSettings, client: ollama.AsyncClient) -> 
             "Ollama.Host (env PUMPOPS_Ollama__Host) at a running server."
         ) from exc
     except ollama.ResponseError as exc:
-        raise ModelUnavailableError(f"Ollama at {settings.host} answered with an error: {exc.error}.") from exc
+        raise ModelUnavailableError(
+            f"Ollama at {settings.host} answered with an error: {sentence(str(exc.error))}"
+        ) from exc
     names = {m.model for m in listing.models if m.model}
     wanted = settings.model_id
     if wanted not in names and f"{wanted}:latest" not in names:

@@ -45,7 +45,9 @@ from starlette.routing import Route
 
 from core.errors import PumpOpsError
 from doors.mcp_transport import MAX_NESTING, BoundedJsonBodies, listen, stdio_streams, transport_security
+from governance import PrincipalError, principal_name
 from governance.identity import CallContext, acting_as
+from governance.principals import is_hidden
 from kernel_setup.app import AppContext
 from kernel_setup.direct_calls import pumpops_cause, resolve_function, tool_definitions
 from kernel_setup.errors import ToolCallError
@@ -389,10 +391,18 @@ def _error(message: str) -> types.CallToolResult:
 
 
 def _client_name(session: ServerSession) -> str:
+    """The client's self-declared name, made a valid principal name by `principal_name` (as at every door).
+
+    Hidden characters are dropped rather than refused (a client cannot be asked to retype its name); a name
+    that is still refused (letters of mixed scripts, say) becomes "client".
+    """
     params = session.client_params
     raw = params.clientInfo.name if params is not None else ""
-    name = "".join(ch for ch in raw if ch.isprintable()).strip()[:_MAX_CLIENT_NAME]
-    return name or "client"
+    visible = "".join(ch for ch in raw if ch.isprintable() and not is_hidden(ch))[:_MAX_CLIENT_NAME]
+    try:
+        return principal_name(visible)
+    except PrincipalError:
+        return "client"
 
 
 def _session_id(request: object) -> str | None:

@@ -12,11 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from governance.errors import ApprovalError
+from governance.errors import ApprovalError, PendingLimitError
 from governance.intent import args_hash, canonical_json
+from governance.principals import same_principal
 from storage import Database
 
-MAX_LISTED = 200
+DEFAULT_PAGE = 50
+"""How many approvals one listing shows unless asked for another page size."""
+MAX_PAGE = 1000
 APPROVAL_ID = re.compile(r"APR-[0-9A-F]{8}")
 """The form of the ids `ApprovalStore.park` issues."""
 
@@ -44,7 +47,45 @@ class Approval(BaseModel):
     decided_by: str | None = None
     decided_at: str | None = None
     reason: str | None = None
+    executed_at: str | None = None
     result: Any = None
+
+
+class DecisionOutcome(str, Enum):
+    """What one approval call did."""
+
+    EXECUTED = "executed"
+    """This call ran the action."""
+    ALREADY_EXECUTED = "already_executed"
+    """The action had already run (another approval, or this one earlier); this call ran nothing."""
+
+
+class ApprovalDecision(Approval):
+    """An approval after a supervisor's approve call, saying whether that call ran it."""
+
+    outcome: DecisionOutcome
+    message: str
+
+
+class ApprovalPage(BaseModel):
+    """One page of a listing: the approvals shown, how many match in all, and where the page starts."""
+
+    approvals: list[Approval]
+    total: int
+    offset: int
+    limit: int
+
+    def describe(self) -> str:
+        """Which rows the page shows, e.g. 'showing 1-50 of 312'."""
+        if not self.approvals:
+            return f"showing none of {self.total}" + (f" (offset {self.offset} is past the end)" if self.total else "")
+        return f"showing {self.offset + 1}-{self.offset + len(self.approvals)} of {self.total}"
+
+    @property
+    def next_offset(self) -> int | None:
+        """The offset of the next page, or None on the last one."""
+        end = self.offset + len(self.approvals)
+        return end if self.approvals and end < self.total else None
 
 
 def _now() -> datetime:
@@ -70,8 +111,13 @@ class ApprovalStore:
         requested_by: str,
         session: str | None,
         expiry_minutes: int,
+        max_pending: int | None = None,
     ) -> Approval:
-        """Park an action as pending; the same intent still pending or approved returns the existing approval."""
+        """Park an action as pending; the same intent still pending or approved returns the existing approval.
+
+        Raises:
+            PendingLimitError: the requester already has ``max_pending`` actions pending (a new intent only).
+        """
         now = _now()
         async with self._db.transaction() as conn:
             async with conn.execute(
@@ -82,6 +128,8 @@ class ApprovalStore:
             ) as cursor:
                 existing = await cursor.fetchone()
             if existing is None:
+                if max_pending is not None:
+                    await _check_pending_limit(conn, requested_by, max_pending, now)
                 approval_id = f"APR-{secrets.token_hex(4).upper()}"
                 await conn.execute(
                     "INSERT INTO approvals (approval_id, function, arguments, args_hash, intent_key, status, "
@@ -121,13 +169,29 @@ class ApprovalStore:
             )
         return _approval(row)
 
-    async def list(self, status: ApprovalStatus | None = None) -> list[Approval]:
-        """Approvals, newest first, optionally of one status (expired ones report as expired)."""
+    async def list(
+        self, status: ApprovalStatus | None = None, *, limit: int = DEFAULT_PAGE, offset: int = 0
+    ) -> ApprovalPage:
+        """One page of approvals, newest first, optionally of one status (expired ones report as expired).
+
+        The status is filtered in SQL before paging, so a page never hides a matching approval.
+
+        Raises:
+            ApprovalError: a limit outside 1-1000 or a negative offset.
+        """
+        if not 1 <= limit <= MAX_PAGE or offset < 0:
+            raise ApprovalError(
+                f"List approvals with a limit of 1 to {MAX_PAGE} and an offset of 0 or more (got limit {limit}, "
+                f"offset {offset}), e.g. --limit 50 --offset 50 for the second page."
+            )
+        where, params = _status_filter(status, _ts(_now()))
+        counted = await self._db.fetch_one(f"SELECT COUNT(*) AS n FROM approvals {where}", params)
         rows = await self._db.fetch_all(
-            "SELECT * FROM approvals ORDER BY requested_at DESC, approval_id LIMIT ?", (MAX_LISTED,)
+            f"SELECT * FROM approvals {where} ORDER BY requested_at DESC, approval_id LIMIT ? OFFSET ?",
+            (*params, limit, offset),
         )
-        approvals = [_approval(row) for row in rows]
-        return [a for a in approvals if status is None or a.status is status]
+        total = 0 if counted is None else int(counted["n"])
+        return ApprovalPage(approvals=[_approval(row) for row in rows], total=total, offset=offset, limit=limit)
 
     async def claim(self, approval_id: str, by: str, *, allow_self_approval: bool) -> tuple[Approval, bool]:
         """Move a pending approval to approved; return it and whether this call won the claim.
@@ -190,9 +254,41 @@ class ApprovalStore:
         return await self.get(approval.id)
 
 
-def same_principal(first: str, second: str) -> bool:
-    """Whether two principal names denote the same person (case and surrounding spaces ignored)."""
-    return first.strip().casefold() == second.strip().casefold()
+_STATUS_SQL: dict[ApprovalStatus, str] = {
+    ApprovalStatus.PENDING: "WHERE status = 'pending' AND expires_at > ?",
+    ApprovalStatus.APPROVED: "WHERE status = 'approved' AND expires_at > ?",
+    ApprovalStatus.EXPIRED: "WHERE status IN ('pending', 'approved') AND expires_at <= ?",
+    ApprovalStatus.EXECUTED: "WHERE status = 'executed'",
+    ApprovalStatus.REJECTED: "WHERE status = 'rejected'",
+}
+"""The stored condition of each reported status: pending or approved past its expiry reports as expired."""
+
+
+def _status_filter(status: ApprovalStatus | None, now: str) -> tuple[str, tuple[str, ...]]:
+    if status is None:
+        return "", ()
+    where = _STATUS_SQL[status]
+    return where, (now,) if "?" in where else ()
+
+
+async def _check_pending_limit(conn: Any, principal: str, limit: int, now: datetime) -> None:
+    """Refuse a new parked action when ``principal`` already has ``limit`` pending (names compared as people)."""
+    async with conn.execute(
+        "SELECT requested_by, COUNT(*) AS n FROM approvals WHERE status = 'pending' AND expires_at > ? "
+        "GROUP BY requested_by",
+        (_ts(now),),
+    ) as cursor:
+        rows = await cursor.fetchall()
+    pending = sum(int(row["n"]) for row in rows if same_principal(row["requested_by"], principal))
+    if pending >= limit:
+        raise PendingLimitError(
+            f"{principal} already has {pending} actions waiting for a supervisor's approval, the most "
+            f"Approval.MaxPendingPerPrincipal allows ({limit}). This one was not parked and nothing was executed. "
+            "A supervisor must approve or reject some of them first (`pumpops approvals list --status pending`); "
+            "then propose it again.",
+            pending=pending,
+            limit=limit,
+        )
 
 
 def _approval(row: Any) -> Approval:
@@ -216,5 +312,6 @@ def _approval(row: Any) -> Approval:
         decided_by=row["decided_by"],
         decided_at=row["decided_at"],
         reason=row["reason"],
+        executed_at=row["executed_at"],
         result=result,
     )

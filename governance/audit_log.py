@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import aiosqlite
 from pydantic import BaseModel, ConfigDict
 
+from core.errors import sentence
 from governance.effects import Effect
 from governance.identity import CallContext, current_call
 from storage import Database, StorageError
@@ -172,7 +173,7 @@ class AuditLog:
             async with self._db.transaction() as conn:
                 await self.append(conn, columns)
         except sqlite3.Error as exc:
-            raise AuditError(f"Cannot append to the audit trail: {exc}.") from exc
+            raise AuditError(f"Cannot append to the audit trail: {sentence(str(exc))}") from exc
         return AuditRow.from_columns(columns)
 
     async def record_in(

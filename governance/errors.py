@@ -9,5 +9,18 @@ class ApprovalError(PumpOpsError):
     """An approval could not be decided (unknown id, expired, already decided, self-approval)."""
 
 
+class PendingLimitError(ApprovalError):
+    """A requester already has as many actions pending as `Approval.MaxPendingPerPrincipal` allows."""
+
+    def __init__(self, message: str, *, pending: int, limit: int) -> None:
+        super().__init__(message)
+        self.pending = pending
+        self.limit = limit
+
+
 class ApprovalRequiredError(PumpOpsError):
     """A write was attempted without a valid grant from the approvals service."""
+
+
+class PrincipalError(PumpOpsError):
+    """A principal name was refused: empty, too long, hidden characters, or letters of mixed scripts."""

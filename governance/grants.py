@@ -20,18 +20,27 @@ import aiosqlite
 
 from governance.errors import ApprovalRequiredError
 from governance.intent import args_hash
+from governance.principals import same_principal
 
 CommitHook = Callable[[aiosqlite.Connection, str], Awaitable[None]]
 
 
 @dataclass
 class Grant:
-    """Permission to run one approved action once."""
+    """Permission to run one approved action once.
+
+    ``approver`` is the supervisor whose approval runs it now (None: the one the approval row names); when
+    an approved action runs under another supervisor's approval (a retry, or two approving at once), the row
+    is re-stamped with the supervisor whose approval actually ran it. ``executed`` is set when this grant's
+    write ran and recorded its result; it stays false when the action had already run (a replay).
+    """
 
     approval_id: str
     function: str
     on_commit: CommitHook | None = None
+    approver: str | None = None
     committed: bool = field(default=False)
+    executed: bool = field(default=False)
     requested_by: str | None = field(default=None)
     approved_by: str | None = field(default=None)
 
@@ -102,7 +111,15 @@ async def redeem(
             (datetime.now(UTC).isoformat(timespec="seconds"), done["result"], grant.approval_id),
         )
         return str(done["result"])
-    grant.requested_by, grant.approved_by = row["requested_by"], row["decided_by"]
+    approved_by = row["decided_by"]
+    if grant.approver is not None and not same_principal(grant.approver, approved_by or ""):
+        # The approval that runs it is this one: the record names who ran it, not who approved it first.
+        approved_by = grant.approver
+        await conn.execute(
+            "UPDATE approvals SET decided_by = ?, decided_at = ? WHERE approval_id = ?",
+            (approved_by, datetime.now(UTC).isoformat(timespec="seconds"), grant.approval_id),
+        )
+    grant.requested_by, grant.approved_by = row["requested_by"], approved_by
     return None
 
 
@@ -118,6 +135,7 @@ async def complete(conn: aiosqlite.Connection, grant: Grant, result: str) -> Non
         "SELECT intent_key, function, ?, ? FROM approvals WHERE approval_id = ?",
         (result, now, grant.approval_id),
     )
+    grant.executed = True
     if grant.on_commit is not None:
         await grant.on_commit(conn, result)
         grant.committed = True

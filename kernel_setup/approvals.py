@@ -9,8 +9,21 @@ from __future__ import annotations
 from semantic_kernel import Kernel
 from semantic_kernel.functions import KernelArguments, KernelFunction
 
-from core.errors import PumpOpsError
-from governance import Approval, ApprovalError, ApprovalStatus, ApprovalStore, Grant, granting
+from core.errors import PumpOpsError, sentence
+from governance import (
+    DEFAULT_PAGE,
+    Approval,
+    ApprovalDecision,
+    ApprovalError,
+    ApprovalPage,
+    ApprovalStatus,
+    ApprovalStore,
+    DecisionOutcome,
+    Grant,
+    granting,
+    principal_name,
+    show_hidden,
+)
 from governance.audit_log import AuditLog, AuditOutcome
 from governance.identity import CallContext, acting_as
 from kernel_setup.direct_calls import pumpops_cause, resolve_function
@@ -30,36 +43,42 @@ class ApprovalService:
         self._settings = settings
         self._audit = audit
 
-    async def list(self, status: str | None = None) -> list[Approval]:
-        """Approvals, newest first, optionally of one status.
+    async def list(self, status: str | None = None, *, limit: int = DEFAULT_PAGE, offset: int = 0) -> ApprovalPage:
+        """One page of approvals, newest first, optionally of one status (``all`` or None: every status).
 
         Raises:
-            ApprovalError: an unknown status.
+            ApprovalError: an unknown status, or a limit or offset out of range.
         """
-        if status is None:
-            return await self._store.list()
+        wanted = None if status is None else status.strip().lower()
+        if wanted in (None, "all"):
+            return await self._store.list(limit=limit, offset=offset)
         try:
-            wanted = ApprovalStatus(status.strip().lower())
+            known = ApprovalStatus(wanted)
         except ValueError as exc:
             raise ApprovalError(
-                f"Unknown status {status!r}; use one of {', '.join(s.value for s in ApprovalStatus)}."
+                f"Unknown status {status!r}; use one of {', '.join(s.value for s in ApprovalStatus)}, or all."
             ) from exc
-        return await self._store.list(wanted)
+        return await self._store.list(known, limit=limit, offset=offset)
 
     async def get(self, approval_id: str) -> Approval:
         """One approval."""
         return await self._store.get(approval_id)
 
-    async def approve(self, approval_id: str, by: str) -> Approval:
+    async def approve(self, approval_id: str, by: str) -> ApprovalDecision:
         """Approve and execute a parked action exactly once; approving it again returns the first result.
 
+        The decision says whether this call ran the action (``executed``) or found it already run, by whom
+        and when (``already_executed``, with that execution's result); of several supervisors approving one
+        action at once, exactly one runs it.
+
         Raises:
+            PrincipalError: ``by`` is not a valid name.
             ApprovalError: unknown, expired, rejected, self-approval, or the execution failed (the approval
                 then stays approved and can be approved again to retry).
         """
-        who = CallContext(principal=by.strip()[:100] or "(nobody)", door=DOOR)
+        who = _decider(by)
         try:
-            _name(by)
+            who = CallContext(principal=principal_name(by, option="--by"), door=DOOR)
             parked = await self._store.get(approval_id)
             function = None if parked.status is ApprovalStatus.EXECUTED else self._runnable(parked)
             approval, _ = await self._store.claim(
@@ -70,20 +89,21 @@ class ApprovalService:
             raise
         await self._audit_decision("approvals-approve", approval.id, who, AuditOutcome.OK, approval.function)
         if approval.status is ApprovalStatus.EXECUTED or function is None:
-            return approval
+            return _decision(approval, ran=False)
         hook = audit_hook(self._audit, function, approval.arguments, f"{approval.id} approved by {who.principal}")
-        with acting_as(who), granting(Grant(approval_id=approval.id, function=approval.function, on_commit=hook)):
+        grant = Grant(approval_id=approval.id, function=approval.function, on_commit=hook, approver=who.principal)
+        with acting_as(who), granting(grant):
             try:
                 arguments = KernelArguments()
                 arguments.update(approval.arguments)
                 await self._kernel.invoke(function, arguments)
             except Exception as exc:
                 cause = pumpops_cause(exc)
-                message = str(cause) if cause is not None else type(exc).__name__
+                message = sentence(str(cause)) if cause is not None else f"{type(exc).__name__}."
                 raise ApprovalError(
-                    f"{approval.id} is approved but its execution failed: {message}. Approve it again to retry."
+                    f"{approval.id} is approved but its execution failed: {message} Approve it again to retry."
                 ) from exc
-        return await self._store.get(approval.id)
+        return _decision(await self._store.get(approval.id), ran=grant.executed)
 
     def _runnable(self, approval: Approval) -> KernelFunction:
         """The function a parked action calls, if it still exists and policy still lets it be approved.
@@ -108,13 +128,14 @@ class ApprovalService:
         """Reject a pending action with a reason; it can never run.
 
         Raises:
+            PrincipalError: ``by`` is not a valid name.
             ApprovalError: unknown id, no reason, or no longer pending.
         """
-        who = CallContext(principal=by.strip()[:100] or "(nobody)", door=DOOR)
+        who = _decider(by)
         try:
-            _name(by)
+            who = CallContext(principal=principal_name(by, option="--by"), door=DOOR)
             approval = await self._store.reject(approval_id, who.principal, reason)
-        except ApprovalError as exc:
+        except PumpOpsError as exc:
             await self._audit_decision("approvals-reject", approval_id, who, AuditOutcome.DENIED, str(exc))
             raise
         await self._audit_decision("approvals-reject", approval.id, who, AuditOutcome.OK, reason)
@@ -128,8 +149,20 @@ class ApprovalService:
         )
 
 
-def _name(by: str) -> str:
-    name = by.strip()
-    if not name or len(name) > 100:
-        raise ApprovalError("Say who decides with --by NAME (1-100 characters), e.g. --by 'J. Supervisor'.")
-    return name
+def _decider(by: str) -> CallContext:
+    """Who a refused decision is audited as: the name as given, hidden characters shown as escapes."""
+    return CallContext(principal=show_hidden(by.strip())[:100] or "(nobody)", door=DOOR)
+
+
+def _decision(approval: Approval, *, ran: bool) -> ApprovalDecision:
+    """The approval after an approve call, saying whether that call ran it or found it already run."""
+    if ran:
+        outcome = DecisionOutcome.EXECUTED
+        message = f"{approval.id} was approved by {approval.decided_by} and executed at {approval.executed_at}."
+    else:
+        outcome = DecisionOutcome.ALREADY_EXECUTED
+        message = (
+            f"{approval.id} had already been executed by {approval.decided_by} at {approval.executed_at}; this "
+            "approval ran nothing again, and the result is that execution's."
+        )
+    return ApprovalDecision(**approval.model_dump(), outcome=outcome, message=message)

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
+from core.errors import sentence
 from kernel_setup.errors import SettingsError
 
 ENV_PREFIX = "PUMPOPS_"
@@ -145,6 +146,8 @@ class ApprovalSettings(_Section):
     policy: dict[str, dict[str, PolicyDecision]] = Field(default_factory=dict)
     expiry_minutes: int = Field(default=240, ge=1, le=525_600)
     allow_self_approval: bool = False
+    max_pending_per_principal: int = Field(default=20, ge=1, le=100_000)
+    """How many actions one requester may have waiting for approval; further writes are refused, not parked."""
 
 
 class AuditSettings(_Section):
@@ -278,7 +281,7 @@ def load_settings(path: str | os.PathLike[str] | None = None, *, env: Mapping[st
         try:
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise SettingsError(f"Cannot read settings file {str(file)!r}: {exc}.") from exc
+            raise SettingsError(f"Cannot read settings file {str(file)!r}: {sentence(str(exc))}") from exc
         _check_depth(text, f"Settings file {str(file)!r}")
         try:
             loaded = json.loads(text)

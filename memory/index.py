@@ -14,6 +14,7 @@ import httpx
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 from semantic_kernel.exceptions import KernelException
 
+from core.errors import sentence
 from memory.chunking import Chunk
 from memory.config import IndexConfig, StoreMode
 from memory.embeddings import Embedder, SentenceTransformerEmbeddings
@@ -203,7 +204,7 @@ class DocumentIndex:
                         await collection.ensure_collection_exists()
                 except _STORE_ERRORS as exc:
                     raise IndexUnavailableError(
-                        f"Cannot open the manuals collection: {exc}.{_where(self.config)}"
+                        f"Cannot open the manuals collection: {sentence(str(exc))}{_where(self.config)}"
                     ) from exc
                 if not exists and not create:
                     raise _empty()

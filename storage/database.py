@@ -12,6 +12,7 @@ from typing import Any
 
 import aiosqlite
 
+from core.errors import sentence
 from storage.errors import StorageError
 from storage.migrations import apply_migrations
 
@@ -41,8 +42,8 @@ class Database:
             writer = await _connect(path)
         except (OSError, sqlite3.Error) as exc:
             raise StorageError(
-                f"Cannot open the database {str(path)!r}: {exc}. If the file is damaged, restore it from a backup "
-                "or move it aside and run `pumpops db init`."
+                f"Cannot open the database {str(path)!r}: {sentence(str(exc))} If the file is damaged, restore it from "
+                "a backup or move it aside and run `pumpops db init`."
             ) from exc
         try:
             await writer.execute("PRAGMA journal_mode=WAL")
@@ -53,8 +54,8 @@ class Database:
             await _close_quietly(writer)
             if isinstance(exc, OSError | sqlite3.Error):
                 raise StorageError(
-                    f"Cannot prepare the database {str(path)!r}: {exc}. If the file is damaged, restore it from a "
-                    "backup or move it aside and run `pumpops db init`."
+                    f"Cannot prepare the database {str(path)!r}: {sentence(str(exc))} If the file is damaged, "
+                    "restore it from a backup or move it aside and run `pumpops db init`."
                 ) from exc
             raise
         return cls(path, reader, writer)

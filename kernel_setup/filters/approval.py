@@ -25,7 +25,7 @@ from semantic_kernel.filters.functions.function_invocation_context import Functi
 from semantic_kernel.functions.function_result import FunctionResult
 from semantic_kernel.functions.kernel_function import KernelFunction
 
-from governance import ApprovalStore, Grant, active_grant, granting, intent_key
+from governance import ApprovalStore, Grant, PendingLimitError, active_grant, granting, intent_key
 from governance.audit_log import AuditLog, AuditOutcome
 from governance.identity import current_call
 from kernel_setup.errors import SettingsError
@@ -173,14 +173,30 @@ class ApprovalGate:
                 metadata={STATUS_KEY: "ok", DETAIL_KEY: "replayed: this exact action already ran; first result"},
             )
             return
-        approval = await self._store.park(
-            name,
-            arguments,
-            intent=intent,
-            requested_by=call.principal,
-            session=call.session,
-            expiry_minutes=self._settings.expiry_minutes,
-        )
+        try:
+            approval = await self._store.park(
+                name,
+                arguments,
+                intent=intent,
+                requested_by=call.principal,
+                session=call.session,
+                expiry_minutes=self._settings.expiry_minutes,
+                max_pending=None if decision is PolicyDecision.ALLOW else self._settings.max_pending_per_principal,
+            )
+        except PendingLimitError as exc:  # a flood of proposals: refused (and audited as denied), never parked
+            self._answer(
+                context,
+                {
+                    "status": "denied",
+                    "function": name,
+                    "pending": exc.pending,
+                    "limit": exc.limit,
+                    "message": str(exc),
+                },
+                "denied",
+                f"{exc.pending} pending, limit {exc.limit}",
+            )
+            return
         if decision is PolicyDecision.ALLOW:
             await self._store.claim(approval.id, POLICY_APPROVER, allow_self_approval=True)
             hook = audit_hook(self._audit, function, arguments, f"{approval.id} allowed by policy")

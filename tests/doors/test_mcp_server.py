@@ -564,3 +564,21 @@ def test_a_port_in_use_exits_2_with_one_line_saying_how_to_choose_another(settin
     assert len(lines) == 1, lines
     assert f"Port {port} is already in use" in lines[0] and "--port" in lines[0] and "Mcp.Port" in lines[0]
     assert "streamable HTTP" not in result.output  # it never claimed to serve
+
+
+@pytest.mark.parametrize(
+    ("client_name", "principal"),
+    [
+        ("\u202e\uff45\uff56\uff45\u200b\x1b", "mcp:eve"),  # hidden characters dropped, fullwidth letters folded
+        ("\u0430lice", "mcp:client"),  # Cyrillic a in a Latin name: refused, so no look-alike identity
+    ],
+)
+async def test_the_mcp_client_name_goes_through_the_same_principal_check_as_every_door(
+    app: AppContext, client_name: str, principal: str
+) -> None:
+    client = types.Implementation(name=client_name, version="1.0")
+    async with create_connected_server_and_client_session(PumpOpsMcpServer(app), client_info=client) as session:
+        result = await session.call_tool("assets-get_system_summary", {})
+    assert not result.isError
+    row = (await app.audit.tail(1))[0]
+    assert (row.principal, row.door) == (principal, "mcp")

@@ -5,8 +5,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from semantic_kernel.functions import KernelArguments
 
-from governance import ApprovalError
+from governance import ApprovalError, PrincipalError
+from governance.identity import CallContext, acting_as
 from kernel_setup import AppContext, load_settings, open_app
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from tests.governance.test_approvals import ORDER, count, propose, settings_for
@@ -60,7 +62,7 @@ async def test_self_approval_cannot_be_dodged_by_case_or_spaces(app: AppContext,
 async def test_refusals_for_a_bad_approver_name_are_audited(app: AppContext) -> None:
     parked = await propose(app)
     for by in ("   ", "x" * 150):
-        with pytest.raises(ApprovalError, match="--by NAME"):
+        with pytest.raises(PrincipalError, match="--by NAME"):
             await app.approvals.approve(parked["approval_id"], by=by)
     rows = await app.db.fetch_all("SELECT outcome FROM audit_log WHERE function = 'approvals-approve'")
     assert [r["outcome"] for r in rows] == ["denied", "denied"]
@@ -121,3 +123,42 @@ async def test_calls_stopped_by_loop_detection_are_audited_as_rejected(tmp_path:
         rows = await app.db.fetch_all("SELECT outcome FROM audit_log ORDER BY id")
         assert sorted(r["outcome"] for r in rows) == sorted(statuses)
         assert await count(app, "apr") == 1
+
+
+LOOK_ALIKES = {
+    "zero-width space": "alice\u200b",
+    "fullwidth letters": "\uff41\uff4c\uff49\uff43\uff45",
+    "Cyrillic a": "\u0430lice",
+    "soft hyphen": "alice\u00ad",
+    "right-to-left override": "\u202ealice",
+}
+
+
+@pytest.mark.parametrize("approver", LOOK_ALIKES.values(), ids=LOOK_ALIKES.keys())
+async def test_self_approval_cannot_be_dodged_by_a_look_alike_name(app: AppContext, approver: str) -> None:
+    parked = await propose(app, principal="alice")
+    with pytest.raises((ApprovalError, PrincipalError)) as refused:  # the chat's /approve goes this way too
+        await app.approvals.approve(parked["approval_id"], by=approver)
+    assert "cannot approve it" in str(refused.value) or "--by 'J. Supervisor'" in str(refused.value)
+    with pytest.raises(ApprovalError, match="cannot approve it"):  # the store compares names itself as well
+        await app.approval_store.claim(parked["approval_id"], approver, allow_self_approval=False)
+    assert (await app.approvals.get(parked["approval_id"])).status.value == "pending"
+    assert await count(app, "wo") == 0
+    rows = await app.db.fetch_all("SELECT outcome FROM audit_log WHERE function = 'approvals-approve'")
+    assert [r["outcome"] for r in rows] == ["denied"]
+
+
+async def test_a_failed_execution_is_reported_in_whole_sentences_without_a_doubled_stop(app: AppContext) -> None:
+    with acting_as(CallContext(principal="alice", session="s1", door="test")):
+        function = app.kernel.get_function("alarms", "acknowledge_alarm")
+        result = await app.kernel.invoke(function, KernelArguments(alarm_id="ALM-0002", note="Crew on the way"))
+    assert result is not None
+    approval_id = json.loads(str(result.value))["approval_id"]
+    async with app.db.transaction() as conn:  # the alarm clears while the action waits for approval
+        await conn.execute("UPDATE alarms SET active = 0 WHERE alarm_id = 'ALM-0002'")
+    with pytest.raises(ApprovalError) as failed:
+        await app.approvals.approve(approval_id, by="bob")
+    assert str(failed.value) == (
+        f"{approval_id} is approved but its execution failed: Alarm ALM-0002 is no longer active; there is nothing "
+        "to acknowledge. Approve it again to retry."
+    )

@@ -51,6 +51,7 @@ def test_environment_overrides_are_case_insensitive_and_typed(settings_file: Pat
         "PUMPOPS_OLLAMA__HOST": "http://10.0.0.5:11434",
         "pumpops_agent__maxmodelcalls": "9",
         "PUMPOPS_Approval__AllowSelfApproval": "true",
+        "PUMPOPS_APPROVAL__MAXPENDINGPERPRINCIPAL": "5",
         "PUMPOPS_Chat__Provider": "local",
         "PUMPOPS_Approval__Policy__work_orders__create_work_order": "deny",
     }
@@ -58,6 +59,7 @@ def test_environment_overrides_are_case_insensitive_and_typed(settings_file: Pat
     assert settings.ollama.host == "http://10.0.0.5:11434"
     assert settings.agent.max_model_calls == 9
     assert settings.approval.allow_self_approval is True
+    assert settings.approval.max_pending_per_principal == 5
     assert settings.chat.provider is ChatProvider.LOCAL
     assert settings.approval.policy["work_orders"]["create_work_order"] is PolicyDecision.DENY
 
@@ -103,6 +105,7 @@ def test_unknown_environment_keys_are_rejected(settings_file: Path, var: str, fr
         ({"Mcp": {"AllowedOrigins": ["ops.example.com"]}}, "Mcp.AllowedOrigins"),
         ({"Mcp": {"AllowedOrigins": ["https://ops.example.com/app"]}}, "Mcp.AllowedOrigins"),
         ({"Approval": {"Policy": {"work_orders": {"create_work_order": "maybe"}}}}, "Approval.Policy"),
+        ({"Approval": {"MaxPendingPerPrincipal": 0}}, "Approval.MaxPendingPerPrincipal"),
     ],
 )
 def test_bad_values_fail_naming_the_key(tmp_path: Path, data: dict[str, object], key: str) -> None:

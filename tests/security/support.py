@@ -20,7 +20,16 @@ _LEAKS = re.compile(r"Traceback|File \"|site-packages|\.py\b|/tmp/|/work/|/home/
 
 def fuzz_settings(tmp_path: Path) -> Settings:
     path = tmp_path / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "fuzz.db"}, "Qdrant": {"Path": ":memory:"}}))
+    # The fuzzer parks every valid write it invents: lift Approval.MaxPendingPerPrincipal so all reach the gate.
+    path.write_text(
+        json.dumps(
+            {
+                "Database": {"Path": "fuzz.db"},
+                "Qdrant": {"Path": ":memory:"},
+                "Approval": {"MaxPendingPerPrincipal": 100_000},
+            }
+        )
+    )
     return load_settings(path, env={})
 
 

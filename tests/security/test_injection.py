@@ -75,7 +75,11 @@ async def app(tmp_path: Path) -> AsyncIterator[tuple[AppContext, ScriptedOllama]
     # The model's own moves, as scripted: the turn's policies would answer a parked round by code (`turn.policies`),
     # so the obedient model would never get to act on what it read; an attacker cannot count on that.
     agent = {"ParkedAnswer": False, "StatusQuestions": False, "FollowUpCalls": False}
-    path.write_text(json.dumps({"Database": {"Path": "inj.db"}, "Qdrant": {"Path": ":memory:"}, "Agent": agent}))
+    # One operator parks three writes per payload, far past Approval.MaxPendingPerPrincipal: lift the cap, which
+    # tests/governance/test_approval_queue.py covers, so every payload meets the parking path.
+    approval = {"MaxPendingPerPrincipal": 100_000}
+    sections = {"Database": {"Path": "inj.db"}, "Qdrant": {"Path": ":memory:"}, "Agent": agent, "Approval": approval}
+    path.write_text(json.dumps(sections))
     fake = ScriptedOllama([])
     async with open_app(
         load_settings(path, env={}), chat_transport=fake.transport(), embedder=shared_embedder()

@@ -340,3 +340,40 @@ def test_ask_notes_each_kind_of_correction_under_the_answer_and_prints_them_in_j
     assert "✎ answer replaced: it failed its checks twice" in text and "'I have approved it.': nothing" in text
     dumped = json.loads(result.model_dump_json())["corrections"]
     assert dumped == [{"check": "unbacked_actions", "finding": "'I have approved it.': nothing", "action": "replaced"}]
+
+
+def test_hostile_text_from_data_the_model_and_the_session_id_is_shown_as_stored_in_the_chat(tmp_path: Path) -> None:
+    summary = "[/] [red]the[/red] \x1b[2K\u202eok"
+    fake = ScriptedOllama(
+        [
+            reply(
+                tool_calls=[call("work_orders-create_work_order", pump_id="PUMP-007", priority="low", summary=summary)]
+            ),
+            reply("Parked [red]the[/red] order [/]\x1b[2K\u202edone.\nSecond line."),
+        ]
+    )
+    cli, buffer = make_cli(write_settings(tmp_path, Agent={"ParkedAnswer": False}))  # the model words it
+    reader = StreamReader(StringIO("Grease it\n/approvals\n/history\n"), cli.console)
+    code = run_chat(cli, reader, principal="alice", session="s[/]\x1b[2K", transport=fake.transport())
+    output = buffer.getvalue()
+    assert code == 0, output
+    assert not any(char in output for char in "\x1b\u202e")
+    assert "session s[/]\\x1b[2K (new)" in output
+    assert "pumpops> Parked [red]the[/red] order [/]\\x1b[2K\\u202edone.\nSecond line." in output
+    flat = " ".join(output.split())  # lines wrap at the console's width
+    assert flat.count('summary="[/] [red]the[/red] \\u001b[2K\\u202eok")') == 4  # tool lines, /approvals, /history
+    assert "showing 1-1 of 1 pending approvals" in flat and "session s[/]\\x1b[2K · 2 model calls" in flat
+
+
+def test_a_chat_as_a_name_with_hidden_characters_is_refused_before_the_model_is_asked(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path, Ollama={"Host": "http://127.0.0.1:9"}, Chat={"Provider": "ollama"})
+    app = typer.Typer(callback=root)
+    app.command("chat")(chat_command)
+    result = CliRunner().invoke(app, ["--settings", str(settings), "chat", "--as", "mallory\x1b[2Kbob"], input="hi\n")
+    assert result.exit_code == EXIT_USAGE == 2
+    assert "mallory\\x1b[2Kbob" in result.output and "\x1b" not in result.output
+    assert "Cannot reach Ollama" not in result.output
+    fake = ScriptedOllama([])
+    code, output = chat(write_settings(tmp_path), fake, ["hi"], principal="\u202ealice")
+    assert code == EXIT_USAGE and "\\u202ealice" in output and "\u202e" not in output
+    assert fake.requests == []
