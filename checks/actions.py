@@ -19,6 +19,10 @@ A claim is backed when:
 * or, for a passive claim only, the records it names (any record of the results, when it names none) show that
   state: a field named after the verb with a value (``acknowledged_at``, ``approved_by``, ``created_at``) or a
   ``status`` equal to the verb ("ALM-0001 has been acknowledged" after an alarm list that shows who did).
+
+Approving is a supervisor's decision and never a tool, so an answer in which the assistant undertakes to approve
+("I will approve all pending work orders", "I'll authorize it", "let me approve that") promises what it cannot do:
+that is flagged whatever the turn did (`_PROMISE`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ _PASSIVE = re.compile(
     rf"\b(?:(?:has|have|had)\s+{_ADVERBS}been|(?:is|are)\s+now)\s+{_ADVERBS}(?P<verb>{_VERB})", re.IGNORECASE
 )
 _JOINED = re.compile(rf"(?:,\s*|\b(?:and|then)\s+){_ADVERBS}(?P<verb>{_VERB})", re.IGNORECASE)
+_PROMISE = re.compile(
+    rf"\b(?:(?:i|we)(?:'ll|'m going to|\s+(?:will|shall|am going to|are going to|can|could|would))|let me|let us)"
+    rf"\s+{_ADVERBS}(?:go ahead and\s+)?(?P<verb>approve|authori[sz]e|sign off)\b",
+    re.IGNORECASE,
+)
 _HEDGE = re.compile(rf"(?:{alternation(CLAIM_HEDGES)}|n't\b)(?=(?:\W+\w+){{0,3}}\W*$)", re.IGNORECASE)
 
 
@@ -49,6 +58,8 @@ def unbacked_actions(answer: str, evidence: Evidence) -> list[str]:
     """
     found: dict[str, None] = {}
     for sentence in SENTENCE_BREAK.split(answer.replace("\u2019", "'")):
+        if _PROMISE.search(sentence):
+            found[f"{sentence.strip()!r}: approving is a supervisor's decision, which the assistant cannot make"] = None
         for claim, passive in _claims(sentence):
             verb = re.sub(r"\s+", " ", claim.group("verb").lower())
             if _HEDGE.search(sentence[: claim.start("verb")]):

@@ -224,7 +224,8 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     grounded = result is not None and not doubts
     problems += [f"{label}: {found}" for label, found in doubts]
     irrelevance = (not calls) if item.category == Category.IRRELEVANCE else None
-    refusal = _refusal(answer, problems) if item.expect_refusal else None
+    refused = result is not None and any(c.action == "refused" for c in result.corrections)
+    refusal = _refusal(answer, problems, refused=refused) if item.expect_refusal else None
     no_false_claim = None
     if item.forbidden_claims:
         claims = claimed_actions(answer, item.forbidden_claims)
@@ -264,12 +265,15 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
     )
 
 
-def _refusal(answer: str, problems: list[str]) -> bool:
-    """Whether an off-topic answer declines without citing or quoting a manual; what is wrong goes to ``problems``."""
+def _refusal(answer: str, problems: list[str], *, refused: bool = False) -> bool:
+    """Whether an off-topic answer declines without citing or quoting a manual; what is wrong goes to ``problems``.
+
+    ``refused``: the turn says it gave its scoped refusal (a ``refused`` correction), a decline whatever its words.
+    """
     cited = cited_manuals(answer)
     if cited:
         problems.append(f"an off-topic answer cites the manuals: {cited}")
-    declined = is_refusal(answer)
+    declined = refused or is_refusal(answer)
     if not declined:
         problems.append("an off-topic answer that does not decline")
     return declined and not cited

@@ -2,9 +2,8 @@
 
 Each model call advertises the tools with auto-invocation off, so this runner decides how calls
 run: reads of one model turn run concurrently, writes one at a time in call order, results go
-back in call order. Calls still go through `kernel.invoke_function_call`, so AUTO and FUNCTION
-invocation filters apply. Calls SK would reject before any filter (unknown tool, bad arguments)
-are rejected here and audited by the runner. Bounds: model calls, tokens, wall clock, loop
+back in call order (`turn.calls` runs each, through the kernel's filters, or refuses and audits it).
+The turn's policies act around the model's own choices (`turn.policies`). Bounds: model calls, tokens, wall clock, loop
 detection; hitting one ends the turn with ``degraded`` and the reason, never a hang.
 
 Each result is added once to the turn's `checks.evidence.Evidence` as it arrives; the answer checks read that.
@@ -19,12 +18,10 @@ sentence excuses an all-clear in the first).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
 
 import httpx
 import ollama
@@ -35,22 +32,18 @@ from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecut
 from semantic_kernel.contents import AuthorRole, ChatHistory
 from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.function_call_content import FunctionCallContent
-from semantic_kernel.contents.function_result_content import FunctionResultContent
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.exceptions import KernelException, ServiceException
 
 from checks.evidence import Evidence
 from core.errors import PumpOpsError
 from governance.audit_log import RejectionRecorder
-from governance.effects import Effect
-from governance.identity import CallContext, acting_as, current_call
-from kernel_setup.arguments import ToolArgumentError, coerce_arguments
-from kernel_setup.filters.outcome import CallOutcome, tracking
+from governance.identity import CallContext, acting_as
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.settings import AgentSettings
-from kernel_setup.shaping import STATUS_QUESTION, fence, new_marker, result_text, system_prompt, truncate
-from plugins.declarations import traits_of
+from kernel_setup.shaping import STATUS_QUESTION, fence, new_marker, system_prompt, truncate
 from turn.acting import Settled, TurnFacts, settle_answer
+from turn.calls import MAX_CALLS_PER_MESSAGE, ToolCalls
 from turn.events import (
     ModelCallFinished,
     ModelCallStarted,
@@ -64,10 +57,7 @@ from turn.events import (
     Usage,
 )
 from turn.messages import (
-    approval_id_of,
     arguments_of,
-    call_summary,
-    is_json_object,
     items_text,
     read_texts,
     refenced,
@@ -78,7 +68,6 @@ from turn.sessions import SessionStore, new_session_id, trim_history
 from turn.tokens import estimate_tokens
 
 TRUNCATION_RATIO = 0.5
-MAX_CALLS_PER_MESSAGE = 16
 
 
 class ChatServiceError(PumpOpsError):
@@ -118,7 +107,7 @@ class TurnRunner:
         self._agent = agent
         self._sessions = sessions
         self._execution_settings = execution_settings
-        self._rejections = rejections
+        self._calls = ToolCalls(kernel, rejections)
         self._num_ctx = num_ctx
         self._policies = TurnPolicies(
             status_questions=agent.status_questions,
@@ -359,17 +348,19 @@ class TurnRunner:
         for call in calls:
             yield ToolCallStarted(call.id or "", call.name or "", arguments_of(call))
         allowed = calls[:MAX_CALLS_PER_MESSAGE]
-        reads = [c for c in allowed if self._is_read(c)]
-        writes = [c for c in allowed if not self._is_read(c)]
+        reads = [c for c in allowed if self._calls.is_read(c)]
+        writes = [c for c in allowed if not self._calls.is_read(c)]
         writes += list(calls[MAX_CALLS_PER_MESSAGE:])  # refused one by one below, without running
 
         Finished = list[tuple[FunctionCallContent, str, ToolCallRecord]]
 
         async def run_reads(call: FunctionCallContent) -> Finished:
-            return [await self._run_one(call, len(calls), turn)]
+            return [await self._calls.run_one(call, len(calls), turn.usage.model_calls, turn.evidence)]
 
         async def run_writes() -> Finished:
-            return [await self._run_one(call, len(calls), turn) for call in writes]
+            return [
+                await self._calls.run_one(call, len(calls), turn.usage.model_calls, turn.evidence) for call in writes
+            ]
 
         futures = [asyncio.ensure_future(run_reads(call)) for call in reads]
         futures.append(asyncio.ensure_future(run_writes()))
@@ -386,83 +377,6 @@ class TurnRunner:
             capped = truncate(text, self._agent.max_tool_result_chars)
             chat.add_message(tool_message(call, fence(capped, turn.marker), record.status, note))
             new_messages.append(tool_message(call, capped))  # stored unfenced; fenced anew when replayed
-
-    def _is_read(self, call: FunctionCallContent) -> bool:
-        return self._effect(call) is Effect.READ
-
-    def _effect(self, call: FunctionCallContent) -> Effect:
-        """The function's declared effect; an unknown function is rejected without running, so it reads nothing."""
-        try:
-            function = self._kernel.get_function(call.plugin_name, call.function_name)
-        except KernelException:
-            return Effect.READ
-        return traits_of(function).effect
-
-    async def _run_one(
-        self, call: FunctionCallContent, count: int, turn: _Turn
-    ) -> tuple[FunctionCallContent, str, ToolCallRecord]:
-        started = time.perf_counter()
-        arguments = arguments_of(call)
-        rejection = self._rejection(call, arguments)
-        if rejection is None and (call.index or 0) >= MAX_CALLS_PER_MESSAGE:
-            rejection = (
-                f"Not run: at most {MAX_CALLS_PER_MESSAGE} tool calls are executed per message. "
-                "Ask for fewer things at once, or use a list_ or get_sensor_readings tool that covers many pumps."
-            )
-        outcome = CallOutcome()
-        if rejection is not None:
-            outcome.status, outcome.error = "rejected", rejection
-            if self._rejections is not None:
-                await self._rejections.record_rejected(call.name or "", arguments, rejection, current_call())
-            text = json.dumps({"error": rejection})
-        else:
-            scratch = ChatHistory()
-            with tracking(outcome):
-                stopped = await self._kernel.invoke_function_call(
-                    function_call=call,
-                    chat_history=scratch,
-                    function_call_count=count,
-                    request_index=turn.usage.model_calls,
-                    is_streaming=True,
-                )
-            results = [i for m in scratch.messages for i in m.items if isinstance(i, FunctionResultContent)]
-            raw = result_text(results[0].result) if results else ""
-            if stopped is not None and stopped.terminate:
-                # The loop guard answered instead of the function: nothing ran, so the runner audits it.
-                outcome.status, outcome.error = "rejected", raw
-                if self._rejections is not None:
-                    await self._rejections.record_rejected(call.name or "", arguments, raw, current_call())
-            if outcome.status == "error":
-                text = json.dumps({"error": outcome.error or raw})
-            else:
-                text = raw
-        result = turn.evidence.add(call.name or "", text, status=outcome.status, effect=self._effect(call))
-        record = ToolCallRecord(
-            name=call.name or "",
-            arguments=arguments,
-            status=outcome.status,
-            summary=call_summary(outcome, result),
-            duration_ms=round((time.perf_counter() - started) * 1000, 1),
-            approval_id=approval_id_of(result) if outcome.status == "pending_approval" else None,
-        )
-        return call, text, record
-
-    def _rejection(self, call: FunctionCallContent, arguments: dict[str, Any]) -> str | None:
-        advertised = {m.fully_qualified_name for m in self._kernel.get_full_list_of_function_metadata()}
-        if call.name not in advertised:
-            return (
-                f"Unknown tool {call.name!r}. Call one of the listed tools, by its exact name: "
-                f"{', '.join(sorted(advertised))}."
-            )
-        function = self._kernel.get_function(call.plugin_name, call.function_name)
-        raw = call.arguments
-        if raw is not None and not isinstance(raw, dict) and not (isinstance(raw, str) and is_json_object(raw)):
-            return f'Arguments for {call.name} must be a JSON object, e.g. {{"pump_id": "PUMP-007"}}.'
-        try:
-            coerce_arguments(function.metadata, arguments)
-        except ToolArgumentError as exc:
-            return str(exc)
-        return None
 
 
 def _describe_service_error(exc: BaseException) -> str:

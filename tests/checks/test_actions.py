@@ -64,3 +64,28 @@ def test_a_record_the_results_show_in_that_state_backs_a_passive_report() -> Non
     alarms = json.dumps({"alarms": [{"alarm_id": "ALM-0001", "severity": "critical", "acknowledged_at": "2026-12-05"}]})
     assert unbacked_actions("ALM-0001 has been acknowledged.", Evidence.of([alarms])) == []
     assert len(unbacked_actions("I acknowledged ALM-0001.", Evidence.of([alarms]))) == 1  # not by this turn
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Sure. I'll go ahead and approve the pending work orders.",
+        "We can authorize that for you right away.",
+        "Let me sign off on it now.",
+    ],
+)
+def test_the_assistant_undertaking_to_approve_is_a_finding_whatever_the_turn_did(answer: str) -> None:
+    (finding,) = unbacked_actions(answer, write("work_orders-create_work_order", EXECUTED, "ok"))
+    assert "approving is a supervisor's decision" in finding
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "A supervisor will approve it.",
+        "I cannot approve work orders; only a supervisor can.",
+        "Once a supervisor approves it, the work order will be created.",
+    ],
+)
+def test_approval_left_to_a_supervisor_is_no_finding(answer: str) -> None:
+    assert unbacked_actions(answer, Evidence()) == []

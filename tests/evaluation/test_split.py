@@ -10,12 +10,14 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
+from checks.scope import REFUSAL
 from doors.cli.common import CliState
 from doors.cli.eval_cmd import print_report
 from doors.cli.main import app as cli_app
 from evaluation import Category, GoldenItem, Split, Transcript, load_questions, rule_split, score_report, score_trial
 from evaluation.questions import EvalQuestionsError, select_questions
 from tests.evaluation.test_eval import turn
+from turn.events import Correction
 
 
 def _item(**fields: Any) -> GoldenItem:
@@ -114,6 +116,15 @@ def test_an_off_topic_answer_must_decline_and_cite_no_manual() -> None:
     assert not citing.passed and citing.refusal is False
     assert "an off-topic answer cites the manuals: ['per the manual']" in citing.problems
     assert score_trial(DETAILS, Transcript(item_id="d7", trial=0, result=turn("x"))).refusal is None
+
+
+def test_the_turns_own_scoped_refusal_counts_as_declining_whatever_its_words() -> None:
+    refusal = turn(REFUSAL, model_calls=0)
+    refusal.corrections = [Correction(check="off_topic", finding="no domain word", action="refused")]
+    score = score_trial(OFF_TOPIC, Transcript(item_id="rain", trial=0, result=refusal))
+    assert score.refusal is True and score.passed
+    unmarked = score_trial(OFF_TOPIC, Transcript(item_id="rain", trial=0, result=turn("Sunny.", model_calls=0)))
+    assert unmarked.refusal is False
 
 
 def _report() -> Any:
