@@ -9,7 +9,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chat.local.service import LocalChatCompletion
+    from kernel_setup import AppContext
+    from turn.runner import TurnRunner
 
 
 @dataclass
@@ -65,3 +70,22 @@ class ScoringEngine(ScriptedEngine):
         self.threads.add(threading.get_ident())
         self.scored.append(prompt)
         return self.scores.pop(0)
+
+
+def local_runner(app: AppContext, model: ScriptedEngine | LocalChatCompletion, **execution: Any) -> TurnRunner:
+    """A turn runner on ``app``'s kernel answered by the local connector (over ``model``, when it is an engine)."""
+    from chat.local.service import LocalChatCompletion
+    from chat.local.settings import LocalChatPromptExecutionSettings
+    from turn.runner import TurnRunner
+    from turn.sessions import SessionStore
+
+    service = model if isinstance(model, LocalChatCompletion) else LocalChatCompletion(model)
+    return TurnRunner(
+        app.kernel,
+        service,
+        app.settings.agent,
+        SessionStore(app.db),
+        execution_settings=LocalChatPromptExecutionSettings(**execution),
+        rejections=app.audit,
+        num_ctx=8192,
+    )

@@ -16,18 +16,14 @@ from typing import Any, Protocol
 import pytest
 
 from chat.local.qwen_format import STATUS_NOTE
-from chat.local.service import LocalChatCompletion
-from chat.local.settings import LocalChatPromptExecutionSettings
 from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
-from tests.fakes.llama import ScoringEngine
+from tests.fakes.llama import ScoringEngine, local_runner
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from turn.events import TurnResult
 from turn.factory import runner_for
 from turn.policies import PARKED_ANSWER
-from turn.runner import TurnRunner
-from turn.sessions import SessionStore
 
 
 @dataclass(frozen=True)
@@ -94,15 +90,7 @@ class LocalDriver:
                 completions.append([move])
         engine = _Engine(completions, scores=scores)
         async with open_app(settings) as app:
-            runner = TurnRunner(
-                app.kernel,
-                LocalChatCompletion(engine),
-                app.settings.agent,
-                SessionStore(app.db),
-                execution_settings=LocalChatPromptExecutionSettings(),
-                rejections=app.audit,
-                num_ctx=8192,
-            )
+            runner = local_runner(app, engine)
             result = await runner.run(question)
         assert engine.steps == [], "the turn did not ask the model for every scripted move"
         return Outcome(result, len(engine.requests), [r["prompt"] for r in engine.requests])

@@ -18,10 +18,9 @@ from checks.scope import REFUSAL
 from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import fence, parked_approval_id
-from tests.fakes.llama import ScoringEngine, ScriptedEngine
+from tests.fakes.llama import ScoringEngine, ScriptedEngine, local_runner
 from turn.events import TextDelta, TurnFinished
-from turn.runner import ChatServiceError, TurnRunner
-from turn.sessions import SessionStore
+from turn.runner import ChatServiceError
 
 
 def make_settings(tmp_path: Path, **agent: Any) -> Settings:
@@ -40,15 +39,7 @@ async def run(
 ) -> tuple[Any, list[Any]]:
     """One turn through the real runner; ``service`` (else a new one on ``engine``) answers it."""
     async with open_app(settings or make_settings(tmp_path)) as app:
-        runner = TurnRunner(
-            app.kernel,
-            service or LocalChatCompletion(engine),
-            app.settings.agent,
-            SessionStore(app.db),
-            execution_settings=LocalChatPromptExecutionSettings(**execution),
-            rejections=app.audit,
-            num_ctx=8192,
-        )
+        runner = local_runner(app, service or engine, **execution)
         events = [event async for event in runner.stream(question)]
     finished = events[-1]
     assert isinstance(finished, TurnFinished)
@@ -519,15 +510,7 @@ async def test_without_the_claim_check_or_after_tool_results_a_vouching_answer_s
         scores=[-0.3, -3.0],
     )
     async with open_app(make_settings(tmp_path, StatusQuestions=False)) as app:  # the claim check alone
-        runner = TurnRunner(
-            app.kernel,
-            LocalChatCompletion(engine),
-            app.settings.agent,
-            SessionStore(app.db),
-            execution_settings=LocalChatPromptExecutionSettings(),
-            rejections=app.audit,
-            num_ctx=8192,
-        )
+        runner = local_runner(app, engine)
         first = await runner.run("How is the fleet?")
         follow_up = await runner.run("So the others are OK?", session=first.session)
     assert [c.name for c in first.tool_calls] == ["assets-get_system_summary"]
