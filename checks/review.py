@@ -81,7 +81,7 @@ def review_answer(answer: str, evidence: Evidence, question: str, read_texts: Se
         # A number against a limit, and one pump against another on a measurement the results give both.
         misstated_comparisons=[*misstated_comparisons(answer), *misranked_pumps(answer, evidence)],
         unbacked_actions=unbacked_actions(answer, evidence),
-        unsafe_reassurance=unsafe_reassurance(answer, evidence),
+        unsafe_reassurance=unsafe_reassurance(answer, evidence, question),
     )
 
 

@@ -6,7 +6,9 @@ results put a pump in zone D, from the results' own zone field or computed from 
 running", "safe to operate", "no action needed", `checks.vocabulary.KEEP_RUNNING_PHRASES`) is a finding. A
 negation in the three words before the phrase ("do not keep it running", "it is not safe to operate") makes it
 no such claim. A sentence that names pumps speaks only for them; one that names none speaks for the turn's pumps.
-The zone and its meaning come from the results and the ISO table, never from the answer.
+When the question itself asks whether a pump may keep running ("should it keep running?", "is it safe to
+operate?"), an answer that opens by agreeing ("Yes, …", "Sure.") says so too. The zone and its meaning come from
+the results and the ISO table, never from the answer.
 """
 
 from __future__ import annotations
@@ -18,13 +20,19 @@ from checks.grounding import RECORD_ID, SENTENCE_BREAK
 from checks.vocabulary import KEEP_RUNNING_PHRASES, choice
 from twin.iso10816 import Zone
 
-__all__ = ["unsafe_reassurance"]
+__all__ = ["asks_to_keep_running", "pump_ids", "unsafe_reassurance"]
 
 _KEEP_RUNNING = re.compile(rf"\b{choice(KEEP_RUNNING_PHRASES, escape=False)}", re.IGNORECASE)
+_AGREES = re.compile(r"^\W*(?:yes|yeah|yep|sure|certainly|of course|absolutely)\b", re.IGNORECASE)
 _NEGATED = re.compile(r"\b(?:not|never|no|nor|cannot)\b(?:\s+\S+){0,2}\s*$|n't(?:\s+\S+){0,2}\s*$", re.IGNORECASE)
 
 
-def unsafe_reassurance(answer: str, evidence: Evidence) -> list[str]:
+def asks_to_keep_running(question: str) -> bool:
+    """Whether ``question`` asks if a pump may keep running as normal (a keep-running phrase in it)."""
+    return _KEEP_RUNNING.search(question.replace("\u2019", "'")) is not None
+
+
+def unsafe_reassurance(answer: str, evidence: Evidence, question: str = "") -> list[str]:
     """The zone-D pumps ``answer`` says may keep running as normal, described with their zone and its meaning.
 
     Each entry reads ``"PUMP-007 is in ISO 10816-3 zone D (9.4 mm/s: severe enough to cause damage), but the
@@ -34,16 +42,33 @@ def unsafe_reassurance(answer: str, evidence: Evidence) -> list[str]:
     if not severe:
         return []
     found: dict[str, None] = {}
+    if asks_to_keep_running(question) and (agreed := _AGREES.match(answer)):
+        asked = _pumps_in(question)
+        told = f"asked whether it may keep running, the answer says {agreed.group(0).strip()!r}"
+        for pump, zone in severe.items():
+            if not asked or pump in asked:
+                found[f"{_zone_text(zone)}, but {told}"] = None
     for sentence in SENTENCE_BREAK.split(answer.replace("\u2019", "'")):
-        named = {
-            canonical_id(m.group(0)) for m in RECORD_ID.finditer(sentence) if (m.group("kind") or "").upper() == "PUMP"
-        }
+        named = _pumps_in(sentence)
         pumps = [zone for pump, zone in severe.items() if not named or pump in named]
         claims = [c for c in _KEEP_RUNNING.finditer(sentence) if not _NEGATED.search(sentence[: c.start()])]
         if claims:  # one finding per pump and sentence, for its first claim
             for zone in pumps:
                 found[f"{_zone_text(zone)}, but the answer says {claims[0].group(0)!r}"] = None
     return list(found)
+
+
+def pump_ids(text: str) -> list[str]:
+    """The pump ids ``text`` names, canonical (``PUMP-007``), once each in order."""
+    return list(dict.fromkeys(_pumps_ordered(text)))
+
+
+def _pumps_ordered(text: str) -> list[str]:
+    return [canonical_id(m.group(0)) for m in RECORD_ID.finditer(text) if (m.group("kind") or "").upper() == "PUMP"]
+
+
+def _pumps_in(text: str) -> set[str]:
+    return {canonical_id(m.group(0)) for m in RECORD_ID.finditer(text) if (m.group("kind") or "").upper() == "PUMP"}
 
 
 def _zone_text(zone: ZoneFact) -> str:

@@ -28,9 +28,11 @@ NOTE_KEY = "pumpops_note"
 STATUS_QUESTION = "status_question"
 """The `NOTE_KEY` of the fleet summary a terse status question ("Anything wrong?") reads before the model answers."""
 FLEET_SUMMARY_TOOL = "assets-get_system_summary"
-"""The read the system text sends whole-fleet questions to (and the local model's status questions go to)."""
+"""The read the system text sends whole-fleet questions to (and the turn reads for a status question)."""
 MANUALS_TOOL = "docs-search_documentation"
-"""The search of the maintenance manuals (the local model's follow-up when a question asks what they say)."""
+"""The search of the maintenance manuals (the turn's follow-up when a question asks what they say)."""
+PUMP_DETAILS_TOOL = "assets-get_pump_details"
+"""The read that gives one pump's machine class, readings and ISO 10816-3 zone."""
 _INVISIBLE = "\x00"  # what an invisible (format) character folds to while searching
 
 

@@ -8,9 +8,11 @@ does not need it.
   `checks.reassurance.asks_for_reassurance`) can only be answered from data, yet reads like small talk: the turn
   calls the fleet summary itself before the model's first call, and the model answers from its result.
 * **Follow-up calls.** After a round of results, values the operator named for a parameter the calls used that none
-  asked for get the same read again with each value ("PUMP-001 and PUMP-002" after PUMP-001's details), and a
-  message asking what the manuals say gets the manuals search when the turn has not searched them
-  (`turn.follow_up`). Only reads follow up: a second write nobody quite asked for is left to the operator.
+  asked for get the same read again with each value ("PUMP-001 and PUMP-002" after PUMP-001's details); else a
+  question whether a named pump may keep running gets that pump's details, whose ISO 10816-3 zone the safety check
+  judges the answer by (`checks.safety`); else a message asking what the manuals say gets the manuals search when
+  the turn has not searched them (`turn.follow_up`). Only reads follow up: a second write nobody quite asked for is
+  left to the operator.
 * **Claims without data.** An answer written before any tool ran that speaks for the plant's data or names a tool
   ("No problems.", "There are no active alarms", "check the assets-get_system_summary": `checks.claims.data_claim`)
   shows the model took the question to need data: it is never shown; the turn reads the fleet summary and asks again.
@@ -38,7 +40,8 @@ from semantic_kernel.exceptions import KernelException
 
 from checks.claims import data_claim
 from checks.reassurance import asks_for_reassurance
-from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
+from checks.safety import asks_to_keep_running, pump_ids
+from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL, PUMP_DETAILS_TOOL
 from plugins.declarations import traits_of
 from turn.events import ToolCallRecord
 from turn.follow_up import asks_the_manuals, unasked_values
@@ -63,6 +66,7 @@ class TurnPolicies:
     parked_answer: bool = True
     status_tool: str = FLEET_SUMMARY_TOOL
     manuals_tool: str = MANUALS_TOOL
+    details_tool: str = PUMP_DETAILS_TOOL
 
     def opening_calls(self, question: str, kernel: Kernel) -> list[FunctionCallContent]:
         """The calls the turn makes before the model's first call: the fleet summary for a status question."""
@@ -94,7 +98,10 @@ class TurnPolicies:
             base = next((c for c in reversed(made) if unasked.parameter in c[1] and _is_read(kernel, c[0])), None)
             if base is not None:
                 wanted = [(base[0], {**base[1], unasked.parameter: value}) for value in unasked.values]
-        elif asks_the_manuals(question) and all(name != self.manuals_tool for name, _ in made):
+        if not wanted and asks_to_keep_running(question) and _is_read(kernel, self.details_tool):
+            read = {str(a.get("pump_id", "")).upper() for name, a in made if name == self.details_tool}
+            wanted = [(self.details_tool, {"pump_id": p}) for p in pump_ids(question) if p not in read]
+        if not wanted and asks_the_manuals(question) and all(name != self.manuals_tool for name, _ in made):
             if _is_read(kernel, self.manuals_tool):
                 wanted = [(self.manuals_tool, {"question": question})]
         done = {_key(name, arguments) for name, arguments in made}

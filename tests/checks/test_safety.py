@@ -44,3 +44,14 @@ def test_warnings_and_other_pumps_are_no_finding(answer: str) -> None:
 
 def test_without_a_zone_d_pump_nothing_is_judged() -> None:
     assert unsafe_reassurance("Yes, it can keep running.", Evidence.of([ZONE_B])) == []
+
+
+def test_agreeing_when_asked_whether_a_zone_d_pump_may_keep_running_is_a_finding() -> None:
+    question = "The bearing on PUMP-007 is loud. Is it safe to keep running until the weekend?"
+    [finding] = unsafe_reassurance("Sure. The reading is 9.4 mm/s.", Evidence.of([ZONE_D]), question)
+    assert "asked whether it may keep running, the answer says 'Sure'" in finding
+    assert unsafe_reassurance("No. Stop it and inspect the bearing.", Evidence.of([ZONE_D]), question) == []
+    # Agreeing with another question says nothing about running on.
+    assert unsafe_reassurance("Yes, 9.4 mm/s.", Evidence.of([ZONE_D]), "Is PUMP-007 vibrating?") == []
+    # Asked about another pump, the zone-D pump is not the subject.
+    assert unsafe_reassurance("Yes.", Evidence.of([ZONE_D]), "May PUMP-002 keep running?") == []

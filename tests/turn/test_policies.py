@@ -223,3 +223,17 @@ async def test_with_the_parked_answer_off_the_model_words_the_parked_write(model
     moves: list[Move] = [Call("work_orders-create_work_order", order), "It awaits a supervisor."]
     outcome = await model.run(make_settings(tmp_path, ParkedAnswer=False), "Raise a work order for PUMP-007", moves)
     assert outcome.result.answer == "It awaits a supervisor." and outcome.model_calls == 2
+
+
+async def test_a_question_whether_a_named_pump_may_keep_running_reads_its_zone_and_the_answer_is_held_to_it(
+    model: Driver, tmp_path: Path
+) -> None:
+    question = "PUMP-007 sounds rough since the night shift. Is it fine to keep running it until Monday?"
+    moves: list[Move] = [Call("alarms-list_alarms", {"pump_id": "PUMP-007"}), "Yes, it is fine.", "Yes."]
+    outcome = await model.run(make_settings(tmp_path), question, moves)
+    assert [(name, arguments) for name, arguments, _ in calls_of(outcome.result)] == [
+        ("alarms-list_alarms", {"pump_id": "PUMP-007"}),
+        ("assets-get_pump_details", {"pump_id": "PUMP-007"}),
+    ]
+    assert [(c.check, c.action) for c in outcome.result.corrections][-1] == ("unsafe_reassurance", "replaced")
+    assert "zone D" in outcome.result.answer and "Yes" not in outcome.result.answer
