@@ -14,7 +14,7 @@ from kernel_setup import load_settings, open_app
 from turn.runner import TurnRunner
 from turn.sessions import SessionStore
 
-DEFAULT_MODEL = Path(__file__).resolve().parents[2] / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+DEFAULT_MODEL = Path(__file__).resolve().parents[3] / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL = Path(os.environ.get("TEST_LOCAL_MODEL", DEFAULT_MODEL))
 
 pytestmark = [
