@@ -43,13 +43,13 @@ def unsafe_reassurance(answer: str, evidence: Evidence, question: str = "") -> l
         return []
     found: dict[str, None] = {}
     if asks_to_keep_running(question) and (agreed := _AGREES.match(answer)):
-        asked = _pumps_in(question)
+        asked = pump_ids(question)
         told = f"asked whether it may keep running, the answer says {agreed.group(0).strip()!r}"
         for pump, zone in severe.items():
             if not asked or pump in asked:
                 found[f"{_zone_text(zone)}, but {told}"] = None
     for sentence in SENTENCE_BREAK.split(answer.replace("\u2019", "'")):
-        named = _pumps_in(sentence)
+        named = pump_ids(sentence)
         pumps = [zone for pump, zone in severe.items() if not named or pump in named]
         claims = [c for c in _KEEP_RUNNING.finditer(sentence) if not _NEGATED.search(sentence[: c.start()])]
         if claims:  # one finding per pump and sentence, for its first claim
@@ -60,15 +60,8 @@ def unsafe_reassurance(answer: str, evidence: Evidence, question: str = "") -> l
 
 def pump_ids(text: str) -> list[str]:
     """The pump ids ``text`` names, canonical (``PUMP-007``), once each in order."""
-    return list(dict.fromkeys(_pumps_ordered(text)))
-
-
-def _pumps_ordered(text: str) -> list[str]:
-    return [canonical_id(m.group(0)) for m in RECORD_ID.finditer(text) if (m.group("kind") or "").upper() == "PUMP"]
-
-
-def _pumps_in(text: str) -> set[str]:
-    return {canonical_id(m.group(0)) for m in RECORD_ID.finditer(text) if (m.group("kind") or "").upper() == "PUMP"}
+    found = (canonical_id(m.group(0)) for m in RECORD_ID.finditer(text) if (m.group("kind") or "").upper() == "PUMP")
+    return list(dict.fromkeys(found))
 
 
 def _zone_text(zone: ZoneFact) -> str:

@@ -86,8 +86,9 @@ class TurnPolicies:
         """The reads the operator's ``question`` still needs after the calls ``made`` this turn (none when covered).
 
         The values named for a parameter the calls used come first: the last call using that parameter is made again
-        with each value. Otherwise the manuals search, with the operator's message, when the message asks what the
-        manuals say and no call searched them. A call already made is never repeated.
+        with each value. Otherwise, for a question whether named pumps may keep running, their details (their zone).
+        Otherwise the manuals search, with the operator's message, when the message asks what the manuals say and no
+        call searched them. A call already made is never repeated.
         """
         if not self.follow_up_calls or not made:
             return []
@@ -99,8 +100,7 @@ class TurnPolicies:
             if base is not None:
                 wanted = [(base[0], {**base[1], unasked.parameter: value}) for value in unasked.values]
         if not wanted and asks_to_keep_running(question) and _is_read(kernel, self.details_tool):
-            read = {str(a.get("pump_id", "")).upper() for name, a in made if name == self.details_tool}
-            wanted = [(self.details_tool, {"pump_id": p}) for p in pump_ids(question) if p not in read]
+            wanted = [(self.details_tool, {"pump_id": pump}) for pump in pump_ids(question)]
         if not wanted and asks_the_manuals(question) and all(name != self.manuals_tool for name, _ in made):
             if _is_read(kernel, self.manuals_tool):
                 wanted = [(self.manuals_tool, {"question": question})]

@@ -26,23 +26,18 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from chat.mentions import Mentions, enum_words, identifiers, tool_function, tool_schemas
+from chat.mentions import Mentions, tool_function
 from core.errors import PumpOpsError
 
 __all__ = [
     "NAME_OPENING",
     "GrammarError",
-    "Mentions",
     "answer_grammar",
     "call_hints",
     "call_prefix",
-    "enum_words",
-    "identifiers",
     "route_grammar",
     "tool_calls_grammar",
-    "tool_function",
     "tool_name_grammar",
-    "tool_schemas",
     "validate_arguments",
 ]
 

@@ -16,7 +16,7 @@ from chat.local.qwen_format import PromptMessage
 from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.shaping import NOTE_KEY, STATUS_QUESTION, fence, parked_approval_id, remark, result_text, unfence
 
-__all__ = ["compact_result", "conversation_text", "has_results", "last_user_text", "to_prompt_messages"]
+__all__ = ["compact_result", "conversation_text", "last_user_text", "to_prompt_messages"]
 
 
 def to_prompt_messages(chat_history: ChatHistory, marker: str) -> list[PromptMessage]:
@@ -76,11 +76,6 @@ def conversation_text(chat_history: ChatHistory) -> str:
     """What the operator and the assistant said (not the system prompt, not tool results): what arguments may cite."""
     spoken = (AuthorRole.USER, AuthorRole.ASSISTANT)
     return "\n".join(m.content or "" for m in chat_history.messages if m.role in spoken and m.content)
-
-
-def has_results(chat_history: ChatHistory) -> bool:
-    """Whether any tool result is in the conversation."""
-    return any(isinstance(item, FunctionResultContent) for m in chat_history.messages for item in m.items)
 
 
 def last_user_text(chat_history: ChatHistory) -> str:

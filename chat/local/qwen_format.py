@@ -18,11 +18,9 @@ from typing import Any, Literal
 from chat.local.grammar import (
     TOOL_CALL_CLOSE,
     TOOL_CALL_OPEN,
-    Mentions,
-    tool_function,
-    tool_schemas,
     validate_arguments,
 )
+from chat.mentions import Mentions, tool_function, tool_schemas
 
 __all__ = [
     "STOP_STRINGS",

@@ -63,12 +63,9 @@ from semantic_kernel.contents.streaming_text_content import StreamingTextContent
 from chat.local.grammar import (
     NAME_OPENING,
     TOOL_CALL_CLOSE,
-    Mentions,
     answer_grammar,
     call_hints,
     call_prefix,
-    enum_words,
-    identifiers,
     route_grammar,
     tool_calls_grammar,
     tool_name_grammar,
@@ -84,6 +81,7 @@ from chat.local.qwen_format import (
     strict_tool_calls,
 )
 from chat.local.settings import LocalChatPromptExecutionSettings, Relevance, Route
+from chat.mentions import Mentions, enum_words, identifiers
 from kernel_setup.shaping import (
     FenceScrubber,
 )

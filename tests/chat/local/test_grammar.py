@@ -7,12 +7,9 @@ import pytest
 
 from chat.local.grammar import (
     GrammarError,
-    Mentions,
     answer_grammar,
     call_hints,
     call_prefix,
-    enum_words,
-    identifiers,
     route_grammar,
     tool_calls_grammar,
     validate_arguments,
@@ -28,6 +25,7 @@ from chat.local.qwen_format import (
     strict_tool_calls,
     when_to_use,
 )
+from chat.mentions import Mentions, enum_words, identifiers
 from kernel_setup import Settings, open_app
 
 TREND: dict[str, Any] = {
