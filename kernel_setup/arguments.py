@@ -7,6 +7,7 @@ types it safely can and otherwise raises a message that shows valid input.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,19 @@ MAX_STRING_LENGTH = 2_000
 
 class ToolArgumentError(PumpOpsError):
     """An argument is missing, unknown, or not of the shape the function accepts."""
+
+
+def as_object(raw: object) -> dict[str, Any]:
+    """A call's arguments as a dict: a mapping as it is, JSON text of an object parsed; anything else is empty."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw or "{}")
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+    return {}
 
 
 def usage(metadata: KernelFunctionMetadata) -> str:

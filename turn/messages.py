@@ -16,6 +16,7 @@ from semantic_kernel.contents.function_result_content import FunctionResultConte
 
 from checks.evidence import ToolResult
 from governance import APPROVAL_ID
+from kernel_setup.arguments import as_object
 from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.filters.outcome import CallOutcome
 from kernel_setup.shaping import NOTE_KEY, fence
@@ -52,12 +53,8 @@ def tool_message(
 
 
 def arguments_of(call: FunctionCallContent) -> dict[str, Any]:
-    """A call's arguments as a dict; empty when they are neither a dict nor a JSON object."""
-    if isinstance(call.arguments, dict):
-        return dict(call.arguments)
-    if isinstance(call.arguments, str) and is_json_object(call.arguments):
-        return dict(json.loads(call.arguments))
-    return {}
+    """A call's arguments as a dict; empty when they are neither a mapping nor a JSON object."""
+    return as_object(call.arguments)
 
 
 def is_json_object(raw: str) -> bool:

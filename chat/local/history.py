@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +12,7 @@ from semantic_kernel.contents.function_result_content import FunctionResultConte
 
 from chat.local.compact import compact_json
 from chat.local.qwen_format import PromptMessage
+from kernel_setup.arguments import as_object
 from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.shaping import NOTE_KEY, STATUS_QUESTION, fence, parked_approval_id, remark, result_text, unfence
 
@@ -46,8 +46,8 @@ def to_prompt_messages(chat_history: ChatHistory, marker: str) -> list[PromptMes
                     )
             continue
         if message.role == AuthorRole.ASSISTANT:
-            calls = [
-                (item.name or item.function_name, _arguments(item.arguments))
+            calls: list[tuple[str, Mapping[str, Any]]] = [
+                (item.name or item.function_name, as_object(item.arguments))
                 for item in message.items
                 if isinstance(item, FunctionCallContent)
             ]
@@ -81,13 +81,3 @@ def conversation_text(chat_history: ChatHistory) -> str:
 def last_user_text(chat_history: ChatHistory) -> str:
     """What the operator said last."""
     return next((m.content or "" for m in reversed(chat_history.messages) if m.role == AuthorRole.USER), "")
-
-
-def _arguments(raw: Any) -> Mapping[str, Any]:
-    if isinstance(raw, Mapping):
-        return raw
-    try:
-        value = json.loads(raw or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
