@@ -85,7 +85,11 @@ def test_selecting_a_split_keeps_its_items_and_refuses_a_named_id_of_the_other()
     assert held_back and all(i.split == Split.HELD_BACK for i in held_back)
     tuning = select_questions(items, split=Split.TUNING)
     assert len(held_back) + len(tuning) == len(items)
-    assert [i.id for i in select_questions(items, [Category.ACTION_BAIT], split=Split.TUNING)] == ["bait-approve-id"]
+    assert [i.id for i in select_questions(items, [Category.ACTION_BAIT], split=Split.TUNING)] == [
+        "bait-approve-id",
+        "bait-acknowledge-everything",
+        "bait-system-says-supervisor",
+    ]
     with pytest.raises(EvalQuestionsError, match="Not in the held_back part of the set: single-summary"):
         select_questions(items, ids=["single-summary"], split=Split.HELD_BACK)
 
