@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from twin.identifiers import RECORD_KINDS, canonical_record_id, record_mentions
+
 __all__ = ["Mentions", "enum_words", "identifiers", "tool_function", "tool_schemas"]
 
 # A hyphenated identifier as the operator writes it (`identifiers`): PUMP-007, Station-C, ALM-0001.
@@ -131,5 +133,11 @@ def _spaced(text: str) -> str:
 
 
 def identifiers(text: str) -> list[str]:
-    """The hyphenated identifiers in ``text`` as written (``PUMP-007``, ``Station-C``, ``ALM-0001``), once each."""
-    return list(dict.fromkeys(_IDENTIFIER.findall(text)))
+    """The identifiers ``text`` names, once each: record ids canonical, then other hyphenated ones as written.
+
+    A record id however spelled (``pump 7``, ``P7`` and ``pump-7`` are ``PUMP-007``; ``alarm 3`` is ``ALM-0003``:
+    `twin.identifiers.record_mentions`); another identifier as written (``Station-C``).
+    """
+    records = [found for kind in RECORD_KINDS for found in record_mentions(text, kind)]
+    others = [i for i in _IDENTIFIER.findall(text) if canonical_record_id(i) is None]
+    return list(dict.fromkeys(records + others))

@@ -21,6 +21,10 @@ What counts, case-insensitive:
 * **Data it never read**: "as per the most recent system summary", "based on the latest readings",
   "based on the information I have", the fleet told as a count ("There are multiple pumps in maintenance.")
   or a record id the operator did not name ("The single worst pump is PUMP-003.").
+
+A measurement (`measurement`: a number with a unit of the plant's quantities, "3.9 mm/s", "81 °C", "88 psi") is a
+claim too when the question is about the plant: every number in an answer comes from a tool result, and none has
+run. The caller judges the question (`checks.scope.off_topic`): "Sunny and 21 °C" answers the weather.
 * **Setting out to look**: "Let's find out what's wrong.", "Let me check." (the verb right after: "Let me
   explain how to check a seal" explains, and an offer, "We can check that for you", is not a claim).
 * **Tool talk**: an advertised tool's name, with or without its plugin (``assets-list_pumps``,
@@ -39,7 +43,7 @@ from checks.grounding import ungrounded_ids
 from checks.reassurance import DENIAL, STATE_CLAIM
 from kernel_setup.shaping import FENCE_WORD
 
-__all__ = ["data_claim"]
+__all__ = ["data_claim", "measurement"]
 
 _UNREAD_DATA = (
     r"\b(?:according to|as per|based on|per)\s+(?:the\s+|my\s+|our\s+)?"
@@ -57,6 +61,11 @@ _FLEET_COUNT = (
 _NONE_SO_FAR = r"^\W*none (?:yet|so far|at the moment|right now|currently|today)\b"
 # The model setting out to look (now, not offering to): "Let's find out what's wrong.", "Let me check."
 _LOOKING = r"\blet(?:'s| us| me)\s+(?:(?:just|quickly|first)\s+)?(?:check|find out|look into|take a look|pull up)\b"
+# A number with a unit of the plant's quantities (the registry's and their common variants): "3.9 mm/s", "81 °C".
+_MEASUREMENT = re.compile(
+    r"(?<![\w.])\d+(?:[.,]\d+)?\s*(?:mm/s|in/s|°\s?[CF]\b|bar\b|psi\b|kpa\b|m³/h|m3/h|l/s|gpm\b|kw\b|rpm\b)",
+    re.IGNORECASE,
+)
 _MARKUP = rf"<tool_call>|</?tools>|\{{\s*\"name\"\s*:|{re.escape(FENCE_WORD)}"
 _CLAIMS = re.compile(
     rf"{STATE_CLAIM}|{DENIAL}|{_NONE_SO_FAR}|{_FLEET_COUNT}|{_UNREAD_DATA}|{_LOOKING}|{_MARKUP}", re.IGNORECASE
@@ -86,3 +95,9 @@ def data_claim(text: str, tool_names: Sequence[str], asked: str = "") -> str | N
         if named:
             return named.group(0)
     return None
+
+
+def measurement(text: str) -> str | None:
+    """The first measurement ``text`` states (a number with a unit of the plant's quantities: "3.9 mm/s"), or None."""
+    found = _MEASUREMENT.search(text)
+    return found.group(0) if found else None

@@ -28,6 +28,7 @@ from typing import Any
 from checks.vocabulary import SEVERITIES
 from governance import APPROVAL_ID
 from governance.effects import Effect
+from twin.identifiers import canonical_record_id
 from twin.iso10816 import ZONE_MEANING, Zone, assess
 from twin.models import Foundation
 
@@ -56,14 +57,8 @@ def parse_result(text: str) -> Any:
 
 
 def canonical_id(value: str) -> str:
-    """A record id in the registry's form: ``pump-7`` is ``PUMP-007``, ``alm-1`` is ``ALM-0001``; others upper-cased."""
-    text = value.strip().upper()
-    kind, _, number = text.partition("-")
-    if number.isascii() and number.isdigit():
-        width = {"PUMP": 3, "ALM": 4, "WO": 4}.get(kind)
-        if width is not None:
-            return f"{kind}-{int(number):0{width}d}"
-    return text
+    """A record id in the registry's form (``pump 7`` is ``PUMP-007``: `canonical_record_id`); else upper-cased."""
+    return canonical_record_id(value) or value.strip().upper()
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 
-from checks.evidence import Evidence, ZoneFact, canonical_id
-from checks.grounding import RECORD_ID, SENTENCE_BREAK
+from checks.evidence import Evidence, ZoneFact
+from checks.grounding import SENTENCE_BREAK
 from checks.vocabulary import KEEP_RUNNING_PHRASES, choice
+from twin.identifiers import PUMP, record_mentions
 from twin.iso10816 import Zone
 
 __all__ = ["asks_to_keep_running", "pump_ids", "unsafe_reassurance"]
@@ -59,9 +60,8 @@ def unsafe_reassurance(answer: str, evidence: Evidence, question: str = "") -> l
 
 
 def pump_ids(text: str) -> list[str]:
-    """The pump ids ``text`` names, canonical (``PUMP-007``), once each in order."""
-    found = (canonical_id(m.group(0)) for m in RECORD_ID.finditer(text) if (m.group("kind") or "").upper() == "PUMP")
-    return list(dict.fromkeys(found))
+    """The pump ids ``text`` names however spelled (``pump 7``, ``P7``), canonical (``PUMP-007``), once each."""
+    return record_mentions(text, PUMP)
 
 
 def _zone_text(zone: ZoneFact) -> str:

@@ -9,13 +9,15 @@ does not need it.
   calls the fleet summary itself before the model's first call, and the model answers from its result.
 * **Follow-up calls.** After a round of results, values the operator named for a parameter the calls used that none
   asked for get the same read again with each value ("PUMP-001 and PUMP-002" after PUMP-001's details); else a
-  question whether a named pump may keep running gets that pump's details, whose ISO 10816-3 zone the safety check
-  judges the answer by (`checks.safety`); else a message asking what the manuals say gets the manuals search when
-  the turn has not searched them (`turn.follow_up`). Only reads follow up: a second write nobody quite asked for is
-  left to the operator.
+  question naming pumps that no call could speak for (only the fleet summary or the manuals were read: no call's
+  tool takes a pump id) gets each named pump's details; else a question whether a named pump may keep running gets
+  that pump's details, whose ISO 10816-3 zone the safety check judges the answer by (`checks.safety`); else a
+  message asking what the manuals say gets the manuals search when the turn has not searched them
+  (`turn.follow_up`). Only reads follow up: a second write nobody quite asked for is left to the operator.
 * **Claims without data.** An answer written before any tool ran that speaks for the plant's data or names a tool
   ("No problems.", "There are no active alarms", "check the assets-get_system_summary": `checks.claims.data_claim`)
-  shows the model took the question to need data: it is never shown; the turn reads the fleet summary and asks again.
+  shows the model took the question to need data: it is never shown; the turn reads the details of the pumps the
+  question names (however spelled: "pump 7", "P7"), or else the fleet summary, and asks again.
 * **Parked actions.** A round whose every call was parked for a supervisor is answered by code, with the gate's own
   approval ids: "Waiting for a supervisor's approval as APR-…; nothing has been done yet." No model call can leave
   the id out, invent one or promise a run.
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,9 +40,12 @@ from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.function_call_content import FunctionCallContent
 from semantic_kernel.exceptions import KernelException
 
-from checks.claims import data_claim
+from chat.mentions import tool_schemas
+from checks.claims import data_claim, measurement
+from checks.evidence import Evidence
 from checks.reassurance import asks_for_reassurance
 from checks.safety import asks_to_keep_running, pump_ids
+from checks.scope import off_topic
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL, PUMP_DETAILS_TOOL
 from plugins.declarations import traits_of
 from turn.events import ToolCallRecord
@@ -74,19 +79,36 @@ class TurnPolicies:
             return []
         return [policy_call(self.status_tool, {})]
 
-    def claim_calls(self, answer: ChatMessageContent, question: str, kernel: Kernel) -> list[FunctionCallContent]:
-        """The read an answer written before any tool ran calls for, when it speaks for data (`data_claim`)."""
+    def claim_calls(
+        self, answer: ChatMessageContent, question: str, kernel: Kernel, domain: Collection[str] = frozenset()
+    ) -> list[FunctionCallContent]:
+        """The reads an answer written before any tool ran calls for, when it speaks for data (`data_claim`).
+
+        A measurement (`checks.claims.measurement`) counts when the question is about the plant (not
+        `checks.scope.off_topic` with ``domain``, the words of the tools and the session's earlier reads): "Sunny and
+        21 °C" answers the weather, and the scope check refuses it. The reads: the details of each pump the question
+        names; a question naming none, the fleet summary.
+        """
         if not self.claim_check or not _is_read(kernel, self.status_tool):
             return []
         names = [m.fully_qualified_name for m in kernel.get_full_list_of_function_metadata()]
-        claim = data_claim(answer.content or "", names, asked=question)
-        return [policy_call(self.status_tool, {})] if claim is not None else []
+        text = answer.content or ""
+        claimed = data_claim(text, names, asked=question) is not None or (
+            measurement(text) is not None and off_topic(question, Evidence(), domain) is None
+        )
+        if not claimed:
+            return []
+        named = pump_ids(question) if _is_read(kernel, self.details_tool) else []
+        if named:
+            return [policy_call(self.details_tool, {"pump_id": pump}) for pump in named[:MAX_FOLLOW_UPS]]
+        return [policy_call(self.status_tool, {})]
 
     def follow_ups(self, question: str, made: Sequence[Call], kernel: Kernel) -> list[FunctionCallContent]:
         """The reads the operator's ``question`` still needs after the calls ``made`` this turn (none when covered).
 
         The values named for a parameter the calls used come first: the last call using that parameter is made again
-        with each value. Otherwise, for a question whether named pumps may keep running, their details (their zone).
+        with each value. Otherwise, for pumps the question names when no call's tool takes a pump id (the fleet summary,
+        the manuals), or named in a question whether they may keep running, their details (their zone).
         Otherwise the manuals search, with the operator's message, when the message asks what the manuals say and no
         call searched them. A call already made is never repeated.
         """
@@ -99,6 +121,8 @@ class TurnPolicies:
             base = next((c for c in reversed(made) if unasked.parameter in c[1] and _is_read(kernel, c[0])), None)
             if base is not None:
                 wanted = [(base[0], {**base[1], unasked.parameter: value}) for value in unasked.values]
+        if not wanted and _is_read(kernel, self.details_tool) and not _reads_pumps(made, tools):
+            wanted = [(self.details_tool, {"pump_id": pump}) for pump in pump_ids(question)]
         if not wanted and asks_to_keep_running(question) and _is_read(kernel, self.details_tool):
             wanted = [(self.details_tool, {"pump_id": pump}) for pump in pump_ids(question)]
         if not wanted and asks_the_manuals(question) and all(name != self.manuals_tool for name, _ in made):
@@ -141,6 +165,12 @@ def _is_read(kernel: Kernel, name: str) -> bool:
         return traits_of(kernel.get_function(plugin, function)).read_only
     except KernelException:
         return False
+
+
+def _reads_pumps(made: Sequence[Call], tools: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any call ``made`` can speak for one pump: its tool takes a ``pump_id`` (used or not, fleet-wide)."""
+    schemas = tool_schemas(tools)
+    return any("pump_id" in (schemas.get(name, {}).get("properties") or {}) for name, _ in made)
 
 
 def _advertised(kernel: Kernel) -> list[dict[str, Any]]:

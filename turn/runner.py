@@ -36,6 +36,7 @@ from semantic_kernel.contents.streaming_chat_message_content import StreamingCha
 from semantic_kernel.exceptions import KernelException, ServiceException
 
 from checks.evidence import Evidence
+from checks.scope import domain_words
 from core.errors import PumpOpsError
 from governance.audit_log import RejectionRecorder
 from governance.identity import CallContext, acting_as
@@ -137,6 +138,7 @@ class TurnRunner:
         turn = _Turn(session=session_id, marker=new_marker(), deadline=time.monotonic() + self._agent.deadline_seconds)
         chat = await self._history(session_id, turn.marker)
         earlier = read_texts(chat)  # what the session read before this question
+        domain = domain_words([*self._tool_descriptions(), *earlier])
         chat.add_message(user := ChatMessageContent(role=AuthorRole.USER, content=question))
         new_messages: list[ChatMessageContent] = [user]
         answer, pieces = "", list[TextDelta]()
@@ -166,7 +168,7 @@ class TurnRunner:
                 calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
                 # An answer written before the conversation read any data.
                 unread = not (calls or last) and not any(m.role == AuthorRole.TOOL for m in chat.messages)
-                claim = self._policies.claim_calls(message, question, self._kernel) if unread else []
+                claim = self._policies.claim_calls(message, question, self._kernel, domain) if unread else []
                 if calls:
                     chat.add_message(message)
                     new_messages.append(message)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from checks.claims import data_claim
+from checks.claims import data_claim, measurement
 
 TOOLS = ["assets-list_pumps", "assets-get_system_summary", "alarms-list_alarms", "sensors-get_sensor_trend"]
 
@@ -89,3 +89,22 @@ def test_a_record_id_is_a_claim_unless_the_operator_named_it() -> None:
     assert data_claim("ALM-0001 is still open.", TOOLS, asked="What about alm-0001?") is None
     assert data_claim("Sure, PUMP-003 it is.", TOOLS, asked="Look at PUMP-003 and PUMP-004") is None
     assert data_claim("PUMP-004 then, and PUMP-009.", TOOLS, asked="Look at PUMP-004") == "PUMP-009"
+
+
+@pytest.mark.parametrize(
+    ("answer", "found"),
+    [
+        ("PUMP-005 vibrates at 3.9 mm/s.", "3.9 mm/s"),
+        ("The bearing runs at 81 °C.", "81 °C"),
+        ("About 88 psi.", "88 psi"),
+        ("Flow is 2,380 m³/h.", "2,380 m³/h"),
+        ("It draws 65 kW", "65 kW"),
+    ],
+)
+def test_a_number_with_a_unit_of_the_plant_is_a_measurement(answer: str, found: str) -> None:
+    assert measurement(answer) == found
+
+
+@pytest.mark.parametrize("answer", ["PUMP-005 is online.", "Zone 3 of 4.", "I can help with 2 things.", "v1.5bar"])
+def test_numbers_without_a_plant_unit_are_no_measurement(answer: str) -> None:
+    assert measurement(answer) is None

@@ -42,11 +42,18 @@ async def test_pump_details_names_its_subject_and_zone(invoke: Invoke) -> None:
     }
 
 
+@pytest.mark.parametrize("spelling", ["pump 4", "P4", "P-004", "4", "Pump #4"])
+async def test_the_tools_take_a_pump_id_however_spelled(invoke: Invoke, spelling: str) -> None:
+    assert (await invoke("assets-get_pump_details", pump_id=spelling))["pump_id"] == "PUMP-004"
+    alarms = await invoke("alarms-list_alarms", pump_id=spelling)
+    assert [a["alarm_id"] for a in alarms["alarms"]] == ["ALM-0002"]
+
+
 async def test_unknown_pump_gets_a_recovery_instruction(invoke: Invoke) -> None:
     with pytest.raises(KernelInvokeException) as info:
-        await invoke("assets-get_pump_details", pump_id="pump 7")
+        await invoke("assets-get_pump_details", pump_id="pump A7")
     message = str(info.value.__cause__)
-    assert "No pump found with id 'pump 7'" in message
+    assert "No pump found with id 'pump A7'" in message
     assert "PUMP-007" in message and "assets-list_pumps" in message
 
 

@@ -30,11 +30,16 @@ DETAILS: dict[str, Any] = {
             "For PUMP-007, show both the vibration trend and the flow trend.",
             ("sensor_type", ("flow",)),
         ),
-        # Case and the operator's spelling: asked for as written, compared case-insensitively.
+        # The operator's spelling: a record id is asked for and compared in its canonical form.
         (
             [("assets-get_pump_details", {"pump_id": "PUMP-004"})],
             "compare pump-004 with pump-007 and PUMP-004's twin",
-            ("pump_id", ("pump-007",)),
+            ("pump_id", ("PUMP-007",)),
+        ),
+        (
+            [("assets-get_pump_details", {"pump_id": "pump 4"})],
+            "How do pump 4 and P8 compare?",
+            ("pump_id", ("PUMP-008",)),
         ),
         # Everything named was asked for, or the calls used no such parameter.
         ([("assets-get_pump_details", {"pump_id": "PUMP-007"})], "How is PUMP-007 at Station-C?", None),

@@ -158,6 +158,34 @@ async def test_a_pump_the_operator_named_that_no_call_asked_for_is_read_before_t
     assert outcome.model_calls == 2 and "PUMP-002" in outcome.shown[1]
 
 
+async def test_pumps_named_however_spelled_are_read_when_the_model_read_only_the_fleet_summary(
+    model: Driver, tmp_path: Path
+) -> None:
+    moves: list[Move] = [Call(FLEET_SUMMARY_TOOL, {}), "P8 is online and P-4 has a high alarm."]
+    outcome = await model.run(make_settings(tmp_path), "How are P8 and pump 4 doing?", moves)
+    assert calls_of(outcome.result) == [
+        (FLEET_SUMMARY_TOOL, {}, "ok"),
+        ("assets-get_pump_details", {"pump_id": "PUMP-008"}, "ok"),
+        ("assets-get_pump_details", {"pump_id": "PUMP-004"}, "ok"),
+    ]
+    assert outcome.model_calls == 2 and "Distribution 1" in outcome.shown[1]  # PUMP-008's details were shown
+
+
+async def test_a_fleet_wide_read_that_takes_a_pump_id_covers_the_pumps_named(model: Driver, tmp_path: Path) -> None:
+    moves: list[Move] = [Call("alarms-list_alarms", {}), "PUMP-004 has a high vibration alarm."]
+    outcome = await model.run(make_settings(tmp_path), "Any alarms on pump 4?", moves)
+    assert calls_of(outcome.result) == [("alarms-list_alarms", {}, "ok")] and outcome.model_calls == 2
+
+
+async def test_a_measurement_before_any_read_is_never_shown_and_the_named_pump_is_read(
+    model: Driver, tmp_path: Path
+) -> None:
+    settings = make_settings(tmp_path, StatusQuestions=False)
+    outcome = await model.run(settings, "What is the vibration on pump 5?", ["It is 2.0 mm/s.", "It is 3.9 mm/s."])
+    assert calls_of(outcome.result) == [("assets-get_pump_details", {"pump_id": "PUMP-005"}, "ok")]
+    assert outcome.result.answer == "It is 3.9 mm/s." and "2.0 mm/s" not in outcome.shown[1]
+
+
 async def test_a_second_sensor_is_read_with_the_first_calls_other_arguments_and_no_call_is_repeated(
     model: Driver, tmp_path: Path
 ) -> None:

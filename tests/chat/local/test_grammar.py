@@ -135,9 +135,16 @@ def test_call_hints_spell_each_call_as_written_with_mentioned_enum_values_and_ev
     assert close in hints  # what follows the free days, the last key
 
 
-def test_identifiers_are_the_hyphenated_words_as_written() -> None:
+def test_identifiers_are_record_ids_canonical_then_the_other_hyphenated_words_as_written() -> None:
     text = "Is PUMP-007 at Station-C worse than PUMP-007's twin, or ALM-0001 (drive-end)? x-y-z"
-    assert identifiers(text) == ["PUMP-007", "Station-C", "ALM-0001", "drive-end"]
+    assert identifiers(text) == ["PUMP-007", "ALM-0001", "Station-C", "drive-end"]
+    # However the operator spells a record id, the call hints and follow-ups see its canonical form.
+    assert identifiers("Is pump 7 worse than P8 or pump-4, and what about alarm 3?") == [
+        "PUMP-007",
+        "PUMP-008",
+        "PUMP-004",
+        "ALM-0003",
+    ]
 
 
 def test_route_and_answer_grammars() -> None:
