@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from semantic_kernel import Kernel
@@ -27,6 +28,7 @@ from kernel_setup.shaping import result_text
 from plugins.declarations import traits_of
 from turn.events import ToolCallRecord
 from turn.messages import approval_id_of, arguments_of, call_summary, is_json_object
+from turn.units import Conversion, convert_result
 
 __all__ = ["MAX_CALLS_PER_MESSAGE", "ToolCalls"]
 
@@ -53,11 +55,17 @@ class ToolCalls:
         return traits_of(function).effect
 
     async def run_one(
-        self, call: FunctionCallContent, count: int, request_index: int, evidence: Evidence
+        self,
+        call: FunctionCallContent,
+        count: int,
+        request_index: int,
+        evidence: Evidence,
+        conversions: Sequence[Conversion] = (),
     ) -> tuple[FunctionCallContent, str, ToolCallRecord]:
         """Run one call through the kernel (its filters apply), or refuse it first; its text and record.
 
-        The result is added once to ``evidence`` as it arrives.
+        A result that ran gets its values in the units the operator asked for beside them (``conversions``:
+        `turn.units`). The result is added once to ``evidence`` as it arrives.
         """
         started = time.perf_counter()
         arguments = arguments_of(call)
@@ -93,7 +101,7 @@ class ToolCalls:
             if outcome.status == "error":
                 text = json.dumps({"error": outcome.error or raw})
             else:
-                text = raw
+                text = convert_result(raw, conversions) if outcome.status == "ok" else raw
         result = evidence.add(call.name or "", text, status=outcome.status, effect=self.effect(call))
         record = ToolCallRecord(
             name=call.name or "",

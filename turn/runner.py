@@ -67,6 +67,7 @@ from turn.messages import (
 from turn.policies import TurnPolicies
 from turn.sessions import SessionStore, new_session_id, trim_history
 from turn.tokens import estimate_tokens
+from turn.units import Conversion, asked_conversions
 
 TRUNCATION_RATIO = 0.5
 
@@ -87,6 +88,7 @@ class _Turn:
     round_records: list[ToolCallRecord] = field(default_factory=list)  # the last round's calls, in call order
     evidence: Evidence = field(default_factory=Evidence)
     degraded_reason: str | None = None
+    conversions: tuple[Conversion, ...] = ()  # the units the operator asked for (`turn.units`)
 
 
 class TurnRunner:
@@ -136,6 +138,7 @@ class TurnRunner:
         """
         session_id = session or new_session_id()
         turn = _Turn(session=session_id, marker=new_marker(), deadline=time.monotonic() + self._agent.deadline_seconds)
+        turn.conversions = asked_conversions(question)
         chat = await self._history(session_id, turn.marker)
         earlier = read_texts(chat)  # what the session read before this question
         domain = domain_words([*self._tool_descriptions(), *earlier])
@@ -356,13 +359,15 @@ class TurnRunner:
 
         Finished = list[tuple[FunctionCallContent, str, ToolCallRecord]]
 
+        async def run(call: FunctionCallContent) -> tuple[FunctionCallContent, str, ToolCallRecord]:
+            usage = turn.usage.model_calls
+            return await self._calls.run_one(call, len(calls), usage, turn.evidence, turn.conversions)
+
         async def run_reads(call: FunctionCallContent) -> Finished:
-            return [await self._calls.run_one(call, len(calls), turn.usage.model_calls, turn.evidence)]
+            return [await run(call)]
 
         async def run_writes() -> Finished:
-            return [
-                await self._calls.run_one(call, len(calls), turn.usage.model_calls, turn.evidence) for call in writes
-            ]
+            return [await run(call) for call in writes]
 
         futures = [asyncio.ensure_future(run_reads(call)) for call in reads]
         futures.append(asyncio.ensure_future(run_writes()))

@@ -186,6 +186,16 @@ async def test_a_measurement_before_any_read_is_never_shown_and_the_named_pump_i
     assert outcome.result.answer == "It is 3.9 mm/s." and "2.0 mm/s" not in outcome.shown[1]
 
 
+async def test_a_unit_the_operator_asks_for_is_converted_by_code_and_the_answer_copying_it_is_grounded(
+    model: Driver, tmp_path: Path
+) -> None:
+    moves: list[Move] = [Call("assets-get_pump_details", {"pump_id": "PUMP-001"}), "It is 88.5 psi."]
+    outcome = await model.run(make_settings(tmp_path), "What is PUMP-001's discharge pressure in psi?", moves)
+    assert "88.5" in outcome.shown[1]  # beside the registry's 6.1 bar, in the result the model read
+    assert outcome.result.answer == "It is 88.5 psi." and outcome.result.corrections == []
+    assert outcome.result.ungrounded == []
+
+
 async def test_a_second_sensor_is_read_with_the_first_calls_other_arguments_and_no_call_is_repeated(
     model: Driver, tmp_path: Path
 ) -> None:
