@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 
 from checks.evidence import Evidence, ZoneFact, canonical_id
-from checks.grounding import RECORD_ID, SENTENCE_BREAK
+from checks.grounding import SENTENCE_BREAK
+from checks.record_ids import RECORD_ID
 from checks.vocabulary import KEEP_RUNNING_PHRASES, choice
 from twin.iso10816 import Zone
 
