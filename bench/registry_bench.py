@@ -37,7 +37,8 @@ from kernel_setup.app import AppContext
 from storage import Database
 from twin.generator import generate_fleet
 from twin.models import SensorType
-from twin.sample_fleet import SAMPLE_PUMPS, load_sample_fleet
+from twin.sample_fleet import load_sample_fleet
+from twin.sample_fleet_data import SAMPLE_PUMPS
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RATIO_TARGET = 2.0
