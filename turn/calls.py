@@ -146,6 +146,8 @@ class ToolCalls:
         raw = call.arguments
         if raw is not None and not isinstance(raw, dict) and not (isinstance(raw, str) and is_json_object(raw)):
             return f'Arguments for {call.name} must be a JSON object, e.g. {{"pump_id": "PUMP-007"}}.'
+        # SK refuses missing and unexpected parameters itself, before any filter: unaudited, in its own words. This
+        # check refuses them (and bad values) first; the argument filter, which every door passes, coerces again.
         try:
             coerce_arguments(function.metadata, arguments)
         except ToolArgumentError as exc:
