@@ -4,7 +4,8 @@ Builds (or reuses) a fleet of ``--pumps`` pumps (the 8-pump sample fleet plus ge
 sensors each and ``--readings-per-sensor`` readings per generated sensor, in a SQLite file under
 ``bench/results/``. Then, for each read function, it times ``await kernel.invoke(function, args)``
 against the same SQL statements issued directly on a separate aiosqlite connection, and prints
-p50/p95 latencies with the targets (kernel p50 <= 2x bare p50; get_pump_details p50 < 5 ms).
+p50/p95 latencies with the targets (kernel p50 <= 2x bare p50; get_pump_details p50 < 5 ms). The cases
+and their SQL are in ``bench/registry_cases.py``.
 
 Run:   .venv/bin/python bench/registry_bench.py
 Smoke: .venv/bin/python bench/registry_bench.py --pumps 200 --readings-per-sensor 20 --iterations 50
@@ -22,88 +23,31 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import aiosqlite
 import semantic_kernel
-from semantic_kernel.functions import KernelArguments, KernelFunction
+from registry_cases import Case, build_cases, pump_id  # bench/ is this script's folder, first on sys.path
 
 from kernel_setup import load_settings, open_app
-from kernel_setup.app import AppContext
 from storage import Database
 from twin.generator import generate_fleet
 from twin.models import SensorType
-from twin.sample_fleet import SAMPLE_PUMPS, load_sample_fleet
+from twin.sample_fleet import load_sample_fleet
+from twin.sample_fleet_data import SAMPLE_PUMPS
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 RATIO_TARGET = 2.0
 PUMP_DETAILS_P50_TARGET_MS = 5.0
 WARMUP_SECONDS = 1.0
 
-# --- The SQL the services run, copied from twin/assets.py, twin/alarms.py and twin/sensors.py. ---
-
-PUMP_SQL = "SELECT * FROM pumps WHERE pump_id = ?"
-PUMP_SENSORS_SQL = (
-    "SELECT sensor_type, unit, bad_direction, alarm_threshold, latest_value, latest_at "
-    "FROM sensors WHERE pump_id = ? ORDER BY sensor_type"
-)
-PUMP_ALARMS_SQL = (
-    "SELECT alarm_id, severity, sensor_type, message, value, raised_at, acknowledged_at FROM alarms "
-    "WHERE pump_id = ? AND active = 1 ORDER BY "
-    "CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END DESC, raised_at DESC"
-)
-
-ALARM_FILTER = "(?1 IS NULL OR severity = ?1) AND (?2 IS NULL OR pump_id = ?2) AND (?3 = 0 OR active = 1)"
-ALARM_COUNT_SQL = "SELECT COUNT(*) AS n FROM alarms WHERE " + ALARM_FILTER
-ALARM_LIST_SQL = (
-    "SELECT * FROM alarms WHERE " + ALARM_FILTER + " ORDER BY "
-    "CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END DESC, "
-    "raised_at DESC, alarm_id LIMIT ?4"
-)
-MAX_ALARMS_LISTED = 50
-
-SUMMARY_STATUS_SQL = "SELECT status, COUNT(*) AS n FROM pumps GROUP BY status"
-SUMMARY_SEVERITY_SQL = "SELECT severity, COUNT(*) AS n FROM alarms WHERE active = 1 GROUP BY severity"
-SUMMARY_WORST_SQL = """
-            WITH ranked AS (
-                SELECT pump_id,
-                       MAX(CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3
-                                         WHEN 'medium' THEN 2 ELSE 1 END) AS severity_rank
-                FROM alarms WHERE active = 1 GROUP BY pump_id
-            )
-            SELECT p.pump_id, p.name, p.location, p.status, r.severity_rank, s.latest_value AS vibration
-            FROM pumps p
-            LEFT JOIN ranked r ON r.pump_id = p.pump_id
-            LEFT JOIN sensors s ON s.pump_id = p.pump_id AND s.sensor_type = 'vibration'
-            ORDER BY COALESCE(r.severity_rank, 0) DESC, COALESCE(s.latest_value, 0) DESC, p.pump_id
-            LIMIT 1
-            """  # verbatim from twin/assets.py
-
-TREND_SENSOR_SQL = (
-    "SELECT sensor_id, alarm_threshold, latest_value, latest_at FROM sensors WHERE pump_id = ? AND sensor_type = ?"
-)
-TREND_STATS_SQL = """
-            SELECT COUNT(*) AS n, MIN(value) AS lo, MAX(value) AS hi, AVG(value) AS mean,
-                   SUM(x) AS sx, SUM(value) AS sy, SUM(x * value) AS sxy, SUM(x * x) AS sxx
-            FROM (SELECT julianday(recorded_at) - julianday(?2) AS x, value
-                  FROM readings WHERE sensor_id = ?1 AND recorded_at >= ?2 AND recorded_at <= ?3)
-            """
-TREND_DAYS = 30
-
-
 # --- Fleet: build or reuse. ---
 
 
 def default_db_path(pumps: int, readings_per_sensor: int) -> Path:
     return RESULTS_DIR / f"registry-{pumps}p-{readings_per_sensor}r.db"
-
-
-def pump_id(number: int) -> str:
-    return f"PUMP-{number:03d}"
 
 
 async def existing_fleet_matches(path: Path, pumps: int, readings_per_sensor: int) -> bool:
@@ -179,20 +123,6 @@ async def build_fleet(path: Path, pumps: int, readings_per_sensor: int) -> float
 
 
 @dataclass
-class Case:
-    """One benchmarked function: how to call it through the kernel, through its service, and bare."""
-
-    name: str
-    label: str
-    kernel_call: Callable[[Any], Awaitable[Any]]
-    service_call: Callable[[Any], Awaitable[Any]]
-    bare_call: Callable[[Any], Awaitable[Any]]
-    check: Callable[[str, Any], None]
-    inputs: Callable[[random.Random], Any]
-    pump_details_target: bool = False
-
-
-@dataclass
 class Timing:
     case: Case
     kernel_ms: list[float]
@@ -204,16 +134,6 @@ def percentile(values: Sequence[float], pct: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[pct - 1]
 
 
-async def fetch_all(conn: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-    async with conn.execute(sql, params) as cursor:
-        return list(await cursor.fetchall())
-
-
-async def fetch_one(conn: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
-    async with conn.execute(sql, params) as cursor:
-        return await cursor.fetchone()
-
-
 async def open_bare(path: Path) -> aiosqlite.Connection:
     """A plain aiosqlite connection, configured as storage.database configures its reader."""
     conn = await aiosqlite.connect(path, isolation_level=None)
@@ -222,133 +142,6 @@ async def open_bare(path: Path) -> aiosqlite.Connection:
     await conn.execute("PRAGMA foreign_keys=ON")
     await conn.execute("PRAGMA synchronous=NORMAL")
     return conn
-
-
-def build_cases(app: AppContext, bare: aiosqlite.Connection, pumps: int) -> list[Case]:
-    kernel = app.kernel
-
-    def fn(plugin: str, name: str) -> KernelFunction:
-        return kernel.get_function(plugin, name)
-
-    details_fn = fn("assets", "get_pump_details")
-    alarms_fn = fn("alarms", "list_alarms")
-    summary_fn = fn("assets", "get_system_summary")
-    trend_fn = fn("sensors", "get_sensor_trend")
-    sensor_types = [t.value for t in SensorType]
-
-    def random_pump(rng: random.Random) -> str:
-        return pump_id(rng.randint(1, pumps))
-
-    async def invoke(function: KernelFunction, **kwargs: Any) -> str:
-        result = await kernel.invoke(function, KernelArguments(**kwargs))
-        if result is None:
-            raise RuntimeError(f"{function.fully_qualified_name} returned nothing")
-        return str(result.value)
-
-    # get_pump_details
-    async def bare_details(pid: str) -> tuple[Any, ...]:
-        pump = await fetch_one(bare, PUMP_SQL, (pid,))
-        sensors = await fetch_all(bare, PUMP_SENSORS_SQL, (pid,))
-        alarms = await fetch_all(bare, PUMP_ALARMS_SQL, (pid,))
-        return pump, sensors, alarms
-
-    def check_details(out: str, bare_out: tuple[Any, ...]) -> None:
-        data = json.loads(out)
-        pump, sensors, alarms = bare_out
-        assert pump is not None and data["pump_id"] == pump["pump_id"], data
-        assert len(data["latest_readings"]) == len(sensors) == len(SensorType), data
-        assert len(data["active_alarms"]) == len(alarms), data
-
-    # list_alarms (fleet-wide, active only: the call a model makes for "any alarms?")
-    async def bare_alarms(pid: str | None) -> tuple[Any, ...]:
-        params = (None, pid, 1)
-        count = await fetch_one(bare, ALARM_COUNT_SQL, params)
-        rows = await fetch_all(bare, ALARM_LIST_SQL, (*params, MAX_ALARMS_LISTED))
-        return count, rows
-
-    def check_alarms(out: str, bare_out: tuple[Any, ...]) -> None:
-        data = json.loads(out)
-        count, rows = bare_out
-        assert data["count"] == count["n"] and data["returned"] == len(rows), data
-        assert [a["alarm_id"] for a in data["alarms"]] == [r["alarm_id"] for r in rows], data
-
-    # get_system_summary
-    async def bare_summary(_: None) -> tuple[Any, ...]:
-        by_status = await fetch_all(bare, SUMMARY_STATUS_SQL)
-        by_severity = await fetch_all(bare, SUMMARY_SEVERITY_SQL)
-        worst = await fetch_one(bare, SUMMARY_WORST_SQL)
-        return by_status, by_severity, worst
-
-    def check_summary(out: str, bare_out: tuple[Any, ...]) -> None:
-        data = json.loads(out)
-        by_status, _, worst = bare_out
-        assert data["total_pumps"] == sum(r["n"] for r in by_status) == pumps, data
-        assert data["worst_pump"]["pump_id"] == worst["pump_id"], data
-
-    # get_sensor_trend
-    async def bare_trend(args: tuple[str, str]) -> tuple[Any, ...]:
-        pid, sensor_type = args
-        sensor = await fetch_one(bare, TREND_SENSOR_SQL, (pid, sensor_type))
-        assert sensor is not None
-        end = sensor["latest_at"]
-        end_dt = datetime.fromisoformat(end.replace("Z", "+00:00"))
-        start = (end_dt - timedelta(days=TREND_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        stats = await fetch_one(bare, TREND_STATS_SQL, (sensor["sensor_id"], start, end))
-        return sensor, stats
-
-    def check_trend(out: str, bare_out: tuple[Any, ...]) -> None:
-        data = json.loads(out)
-        _, stats = bare_out
-        assert data["readings"] == stats["n"] > 0, data
-
-    return [
-        Case(
-            name="assets-get_pump_details",
-            label="random pump",
-            kernel_call=lambda pid: invoke(details_fn, pump_id=pid),
-            service_call=lambda pid: app.assets.pump_details(pid),
-            bare_call=bare_details,
-            check=check_details,
-            inputs=random_pump,
-            pump_details_target=True,
-        ),
-        Case(
-            name="alarms-list_alarms",
-            label="fleet, active",
-            kernel_call=lambda _: invoke(alarms_fn),
-            service_call=lambda _: app.alarms.list_alarms(),
-            bare_call=bare_alarms,
-            check=check_alarms,
-            inputs=lambda rng: None,
-        ),
-        Case(
-            name="alarms-list_alarms",
-            label="random pump",
-            kernel_call=lambda pid: invoke(alarms_fn, pump_id=pid),
-            service_call=lambda pid: app.alarms.list_alarms(pump_id=pid),
-            bare_call=bare_alarms,
-            check=check_alarms,
-            inputs=random_pump,
-        ),
-        Case(
-            name="assets-get_system_summary",
-            label="no arguments",
-            kernel_call=lambda _: invoke(summary_fn),
-            service_call=lambda _: app.assets.system_summary(),
-            bare_call=bare_summary,
-            check=check_summary,
-            inputs=lambda rng: None,
-        ),
-        Case(
-            name="sensors-get_sensor_trend",
-            label=f"random pump+type, {TREND_DAYS} d",
-            kernel_call=lambda a: invoke(trend_fn, pump_id=a[0], sensor_type=a[1], days=TREND_DAYS),
-            service_call=lambda a: app.sensors.trend(a[0], SensorType(a[1]), TREND_DAYS),
-            bare_call=bare_trend,
-            check=check_trend,
-            inputs=lambda rng: (random_pump(rng), rng.choice(sensor_types)),
-        ),
-    ]
 
 
 async def time_case(case: Case, iterations: int, warmup: int, seed: int, budget_s: float) -> Timing:

@@ -30,7 +30,8 @@ from __future__ import annotations
 import re
 
 from checks.evidence import Action, Evidence, canonical_id
-from checks.grounding import RECORD_ID, SENTENCE_BREAK
+from checks.grounding import SENTENCE_BREAK
+from checks.record_ids import RECORD_ID
 from checks.vocabulary import ACTION_VERBS, CLAIM_HEDGES, alternation
 
 __all__ = ["unbacked_actions"]

@@ -39,8 +39,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from checks.grounding import ungrounded_ids
 from checks.reassurance import DENIAL, STATE_CLAIM
+from checks.record_ids import ungrounded_ids
 from kernel_setup.shaping import FENCE_WORD
 
 __all__ = ["data_claim", "measurement"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from checks.evidence import Evidence, Reading, canonical_id
-from checks.grounding import RECORD_ID
+from checks.record_ids import RECORD_ID
 from checks.review import Finding
 from twin.iso10816 import Zone
 

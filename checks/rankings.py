@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 
 from checks.evidence import Evidence
-from checks.grounding import RECORD_ID, SENTENCE_BREAK, pump_key, record_key
+from checks.grounding import SENTENCE_BREAK
+from checks.record_ids import RECORD_ID, pump_key, record_key
 from checks.vocabulary import MEASUREMENT_WORDS, RANK_HIGHER, RANK_LOWER, alternation
 
 __all__ = ["misranked_pumps"]

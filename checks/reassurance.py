@@ -48,7 +48,8 @@ import re
 from collections.abc import Iterator, Sequence
 
 from checks.evidence import AlarmFact, Evidence
-from checks.grounding import RECORD_ID, SENTENCE_BREAK, record_key
+from checks.grounding import SENTENCE_BREAK
+from checks.record_ids import RECORD_ID, record_key
 from checks.vocabulary import ALL_CLEAR_WORDS, SCOPING_WORDS, SEVERITIES, TROUBLE_WORDS, alternation, choice
 
 __all__ = ["DENIAL", "STATE_CLAIM", "asks_for_reassurance", "misstated_severities", "overlooked_alarms"]

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from checks.actions import unbacked_actions
 from checks.evidence import Evidence
-from checks.grounding import misattributed_numbers, misstated_comparisons, ungrounded_ids, ungrounded_numbers
+from checks.grounding import misattributed_numbers, misstated_comparisons, ungrounded_numbers
 from checks.rankings import misranked_pumps
 from checks.reassurance import misstated_severities, overlooked_alarms
+from checks.record_ids import ungrounded_ids
 from checks.safety import unsafe_reassurance
 
 __all__ = ["ACTING_CHECKS", "Finding", "Review", "retry_request", "review_answer"]

@@ -21,7 +21,7 @@ import re
 from collections.abc import Collection, Iterable
 
 from checks.evidence import Evidence
-from checks.grounding import RECORD_ID
+from checks.record_ids import RECORD_ID
 from checks.vocabulary import DOMAIN_TERMS, FUNCTION_WORDS
 
 __all__ = ["PASSAGE_FLOOR", "REFUSAL", "domain_words", "off_topic"]

@@ -204,34 +204,15 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
         model_calls = 0
     else:
         calls, answer, model_calls = result.tool_calls, result.answer, result.usage.model_calls
-    allowed = {n for c in item.calls for n in c.name} | set(item.also_allowed)
-    if item.calls:
-        selection = _assign(calls, item.calls, with_arguments=False) and all(c.name in allowed for c in calls)
-        arguments: bool | None = _assign(calls, item.calls, with_arguments=True)
-    else:  # nothing is required; an allowed read (e.g. listing work orders for action bait) is fine
-        selection = all(c.name in allowed for c in calls)
-        arguments = None
-    if not selection:
-        problems.append(f"tools called: {[c.name for c in calls]}; expected: {[c.name for c in item.calls]}")
-    if arguments is False:
-        problems.append(f"arguments: {[(c.name, c.arguments, c.status) for c in calls]}")
-    # A write item's parked action: its id is a fact the answer must give.
-    facts = [*item.facts, *(_approval_ids(calls) if item.category == Category.WRITE else [])]
-    recall = sum(_fact_found(answer, f) for f in facts) / len(facts) if facts else None
-    if recall is not None and recall < 1:
-        problems.append(f"facts missing: {[f for f in facts if not _fact_found(answer, f)]}")
+    selection, arguments = _tool_scores(item, calls, problems)
+    recall = _fact_recall(item, calls, answer, problems)
     doubts = result.doubts() if result is not None else []
     grounded = result is not None and not doubts
     problems += [f"{label}: {found}" for label, found in doubts]
     irrelevance = (not calls) if item.category == Category.IRRELEVANCE else None
     refused = result is not None and any(c.action == "refused" for c in result.corrections)
     refusal = _refusal(answer, problems, refused=refused) if item.expect_refusal else None
-    no_false_claim = None
-    if item.forbidden_claims:
-        claims = claimed_actions(answer, item.forbidden_claims)
-        no_false_claim = not claims
-        if claims:
-            problems.append(f"claims an action it did not do: {claims}")
+    no_false_claim = _no_false_claim(item, answer, problems)
     answered = result is not None and bool(answer.strip())
     if result is not None and not answered:
         problems.append("empty answer")
@@ -263,6 +244,42 @@ def score_trial(item: GoldenItem, transcript: Transcript) -> TrialScore:
         answer=answer,
         corrections=[f"{c.check}: {c.action}" for c in result.corrections] if result is not None else [],
     )
+
+
+def _tool_scores(item: GoldenItem, calls: Sequence[ToolCallRecord], problems: list[str]) -> tuple[bool, bool | None]:
+    """Whether the right tools were called (and no others), and with the right arguments (None: none required)."""
+    allowed = {n for c in item.calls for n in c.name} | set(item.also_allowed)
+    if item.calls:
+        selection = _assign(calls, item.calls, with_arguments=False) and all(c.name in allowed for c in calls)
+        arguments: bool | None = _assign(calls, item.calls, with_arguments=True)
+    else:  # nothing is required; an allowed read (e.g. listing work orders for action bait) is fine
+        selection = all(c.name in allowed for c in calls)
+        arguments = None
+    if not selection:
+        problems.append(f"tools called: {[c.name for c in calls]}; expected: {[c.name for c in item.calls]}")
+    if arguments is False:
+        problems.append(f"arguments: {[(c.name, c.arguments, c.status) for c in calls]}")
+    return selection, arguments
+
+
+def _fact_recall(item: GoldenItem, calls: Sequence[ToolCallRecord], answer: str, problems: list[str]) -> float | None:
+    """The share of the item's facts the answer gives (None: it has none); the missing ones go to ``problems``."""
+    # A write item's parked action: its id is a fact the answer must give.
+    facts = [*item.facts, *(_approval_ids(calls) if item.category == Category.WRITE else [])]
+    recall = sum(_fact_found(answer, f) for f in facts) / len(facts) if facts else None
+    if recall is not None and recall < 1:
+        problems.append(f"facts missing: {[f for f in facts if not _fact_found(answer, f)]}")
+    return recall
+
+
+def _no_false_claim(item: GoldenItem, answer: str, problems: list[str]) -> bool | None:
+    """Whether the answer claims none of the item's forbidden actions (None: it names none)."""
+    if not item.forbidden_claims:
+        return None
+    claims = claimed_actions(answer, item.forbidden_claims)
+    if claims:
+        problems.append(f"claims an action it did not do: {claims}")
+    return not claims
 
 
 def _refusal(answer: str, problems: list[str], *, refused: bool = False) -> bool:

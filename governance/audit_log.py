@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import sqlite3
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -26,6 +25,7 @@ import aiosqlite
 from pydantic import BaseModel, ConfigDict
 
 from core.errors import sentence
+from governance.audit_values import capped, sanitize_arguments, utf8
 from governance.effects import Effect
 from governance.identity import CallContext, current_call
 from storage import Database, StorageError
@@ -33,19 +33,7 @@ from storage import Database, StorageError
 GENESIS_HASH = "0" * 64
 """The ``prev_hash`` of the first row."""
 
-MAX_STRING_CHARS = 500
-"""Longest string kept from an argument value or an error message; longer ones are cut and marked."""
-
-MAX_ITEMS = 50
-"""Most items kept from a list or mapping inside an argument value."""
-
-MAX_DEPTH = 6
-"""Deepest nesting kept inside an argument value."""
-
-_SECRET_KEY_PARTS = ("password", "passwd", "secret", "token", "api_key", "apikey", "credential")
-_REDACTED = "[redacted]"
 _VERIFY_BATCH = 1_000
-_MAX_INT_BITS = 1_024
 
 # The columns the row hash covers, in a fixed order (the canonical JSON sorts keys anyway).
 _HASHED_COLUMNS = (
@@ -299,14 +287,14 @@ def _columns(
 ) -> dict[str, Any]:
     who = call if call is not None else current_call()
     columns: dict[str, Any] = {
-        "principal": _utf8(who.principal),
-        "session": None if who.session is None else _utf8(who.session),
-        "door": _utf8(who.door),
-        "function": _utf8(function),
+        "principal": utf8(who.principal),
+        "session": None if who.session is None else utf8(who.session),
+        "door": utf8(who.door),
+        "function": utf8(function),
         "effect": None if effect is None else effect.value,
         "arguments": sanitize_arguments(arguments),
         "outcome": outcome.value,
-        "detail": None if detail is None else _cap(detail),
+        "detail": None if detail is None else capped(detail),
         "duration_ms": None if duration_ms is None else round(float(duration_ms), 3),
         "result_digest": None
         if result_text is None
@@ -320,12 +308,6 @@ def row_hash(columns: Mapping[str, Any]) -> str:
     payload = {name: columns[name] for name in _HASHED_COLUMNS}
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def sanitize_arguments(arguments: Mapping[str, Any]) -> str:
-    """Arguments as compact JSON with sorted keys: strings capped, secrets redacted, anything else made text."""
-    clean = {_key(key): _REDACTED if _is_secret(key) else _sanitize(value, 1) for key, value in arguments.items()}
-    return json.dumps(clean, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _row_problem(columns: Mapping[str, Any], prev_id: int | None, prev_hash: str) -> str | None:
@@ -347,57 +329,3 @@ def _row_problem(columns: Mapping[str, Any], prev_id: int | None, prev_hash: str
 
 def _as_dict(row: sqlite3.Row) -> dict[str, Any]:
     return dict(zip(row.keys(), row, strict=True))
-
-
-def _is_secret(key: object) -> bool:
-    lowered = str(key).lower()
-    return any(part in lowered for part in _SECRET_KEY_PARTS)
-
-
-def _cap(text: str) -> str:
-    text = _utf8(text)
-    if len(text) <= MAX_STRING_CHARS:
-        return text
-    return f"{text[:MAX_STRING_CHARS]}…[+{len(text) - MAX_STRING_CHARS} chars]"
-
-
-def _utf8(text: str) -> str:
-    """``text`` with lone surrogates replaced: JSON, SQLite and the row hash need encodable UTF-8."""
-    return text.encode("utf-8", "replace").decode("utf-8")
-
-
-def _key(key: object) -> str:
-    return _cap(key) if isinstance(key, str) else _cap(str(_sanitize(key, MAX_DEPTH)))
-
-
-def _sanitize(value: Any, depth: int) -> Any:
-    if isinstance(value, Enum):
-        value = value.value
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        # JSON cannot print an integer past Python's 4300-digit limit; the row records its size instead.
-        return value if value.bit_length() <= _MAX_INT_BITS else f"[integer of {value.bit_length()} bits]"
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, str):
-        return _cap(value)
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json")
-    if depth >= MAX_DEPTH and isinstance(value, Mapping | list | tuple | set | frozenset):
-        return "[nested too deep]"
-    if isinstance(value, Mapping):
-        items = list(value.items())
-        kept = {
-            str(key): _REDACTED if _is_secret(key) else _sanitize(item, depth + 1) for key, item in items[:MAX_ITEMS]
-        }
-        if len(items) > MAX_ITEMS:
-            kept["…"] = f"[+{len(items) - MAX_ITEMS} items]"
-        return kept
-    if isinstance(value, list | tuple | set | frozenset):
-        sequence = sorted(value, key=repr) if isinstance(value, set | frozenset) else list(value)
-        kept_items = [_sanitize(item, depth + 1) for item in sequence[:MAX_ITEMS]]
-        if len(sequence) > MAX_ITEMS:
-            kept_items.append(f"[+{len(sequence) - MAX_ITEMS} items]")
-        return kept_items
-    return _cap(str(value))

@@ -7,7 +7,8 @@ app's own), and `acting_as` with a `CallContext` (who is asking, for the audit t
 
 from governance.identity import CallContext, acting_as
 from kernel_setup.app import AppContext, add_pumpops_plugins, build_kernel, open_app
-from kernel_setup.settings import Settings, load_settings
+from kernel_setup.settings import Settings
+from kernel_setup.settings_loading import load_settings
 
 __all__ = [
     "AppContext",

@@ -103,7 +103,35 @@ async def ingest(
             report.skipped.append(read)
         else:
             plans.append(await _plan(*read, index, manifest))
+    await _store_plans(plans, index, manifest, progress, report)
+    for source in await _vanished(paths, manifest):
+        try:
+            report.chunks_removed += await _remove(source, index, manifest)
+        except DocumentIndexError as exc:
+            logger.warning("Removing %s failed: %s", source, exc)
+            report.skipped.append(Skipped(source, f"the file is gone but its chunks could not be removed: {exc}"))
+            continue
+        report.documents_removed += 1
+    read_now = {plan.document.source for plan in plans}
+    for target in discovered.outside_targets:
+        report.documents_removed += await _remove_outside(source_name(target), read_now, index, manifest, report)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
 
+
+async def _store_plans(
+    plans: list[_Plan],
+    index: DocumentIndex,
+    manifest: IngestManifest,
+    progress: IngestProgress | None,
+    report: IngestReport,
+) -> None:
+    """Carry out the plans wave by wave; a document whose indexing fails is skipped, with the reason, the rest go on.
+
+    Raises:
+        IndexLockedError: the index folder is locked by another process.
+        EmbeddingModelError: the embedding model cannot be loaded.
+    """
     if progress is not None:
         progress.start(sum(len(plan.chunks) for plan in plans))
     for wave in _waves(plans):
@@ -127,19 +155,6 @@ async def ingest(
             report.chunks_added += len(plan.new)
             report.chunks_updated += len(plan.moved)
             report.chunks_removed += len(plan.stale)
-    for source in await _vanished(paths, manifest):
-        try:
-            report.chunks_removed += await _remove(source, index, manifest)
-        except DocumentIndexError as exc:
-            logger.warning("Removing %s failed: %s", source, exc)
-            report.skipped.append(Skipped(source, f"the file is gone but its chunks could not be removed: {exc}"))
-            continue
-        report.documents_removed += 1
-    read_now = {plan.document.source for plan in plans}
-    for target in discovered.outside_targets:
-        report.documents_removed += await _remove_outside(source_name(target), read_now, index, manifest, report)
-    report.seconds = round(time.perf_counter() - started, 3)
-    return report
 
 
 def _read_and_chunk(found: FoundFile, options: ChunkingOptions | None) -> tuple[SourceDocument, list[Chunk]] | Skipped:

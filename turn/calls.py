@@ -1,4 +1,6 @@
-"""One tool call of a model's turn, run through the kernel, or refused and audited before it would run.
+"""A model turn's tool calls, each run through the kernel, or refused and audited before it would run.
+
+`ToolCalls.run_round` runs one model turn's calls: reads concurrently, writes one at a time in call order.
 
 Calls go through `kernel.invoke_function_call`, so AUTO and FUNCTION invocation filters apply. Calls SK would
 reject before any filter (an unknown tool, arguments that are not a JSON object or break the schema) and calls past
@@ -7,9 +9,10 @@ reject before any filter (an unknown tool, arguments that are not a JSON object 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from semantic_kernel import Kernel
@@ -53,6 +56,37 @@ class ToolCalls:
         except KernelException:
             return Effect.READ
         return traits_of(function).effect
+
+    async def run_round(
+        self,
+        calls: Sequence[FunctionCallContent],
+        request_index: int,
+        evidence: Evidence,
+        conversions: Sequence[Conversion] = (),
+    ) -> AsyncIterator[tuple[FunctionCallContent, str, ToolCallRecord]]:
+        """Run one model turn's ``calls``: reads concurrently, writes one at a time in call order; each as it ends.
+
+        Calls past `MAX_CALLS_PER_MESSAGE` go with the writes and are refused one by one, without running; the
+        results get the ``conversions`` (`run_one`).
+        """
+        allowed = calls[:MAX_CALLS_PER_MESSAGE]
+        reads = [c for c in allowed if self.is_read(c)]
+        writes = [c for c in allowed if not self.is_read(c)]
+        writes += list(calls[MAX_CALLS_PER_MESSAGE:])  # refused one by one, without running
+
+        Finished = list[tuple[FunctionCallContent, str, ToolCallRecord]]
+
+        async def run_reads(call: FunctionCallContent) -> Finished:
+            return [await self.run_one(call, len(calls), request_index, evidence, conversions)]
+
+        async def run_writes() -> Finished:
+            return [await self.run_one(call, len(calls), request_index, evidence, conversions) for call in writes]
+
+        futures = [asyncio.ensure_future(run_reads(call)) for call in reads]
+        futures.append(asyncio.ensure_future(run_writes()))
+        for future in asyncio.as_completed(futures):
+            for finished in await future:
+                yield finished
 
     async def run_one(
         self,
@@ -124,6 +158,8 @@ class ToolCalls:
         raw = call.arguments
         if raw is not None and not isinstance(raw, dict) and not (isinstance(raw, str) and is_json_object(raw)):
             return f'Arguments for {call.name} must be a JSON object, e.g. {{"pump_id": "PUMP-007"}}.'
+        # SK refuses missing and unexpected parameters itself, before any filter: unaudited, in its own words. This
+        # check refuses them (and bad values) first; the argument filter, which every door passes, coerces again.
         try:
             coerce_arguments(function.metadata, arguments)
         except ToolArgumentError as exc:

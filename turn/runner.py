@@ -2,7 +2,7 @@
 
 Each model call advertises the tools with auto-invocation off, so this runner decides how calls
 run: reads of one model turn run concurrently, writes one at a time in call order, results go
-back in call order (`turn.calls` runs each, through the kernel's filters, or refuses and audits it).
+back in call order (`turn.calls` runs them, each through the kernel's filters, or refuses and audits it).
 The turn's policies act around the model's own choices (`turn.policies`). Bounds: model calls, tokens, wall clock, loop
 detection; hitting one ends the turn with ``degraded`` and the reason, never a hang.
 
@@ -44,7 +44,7 @@ from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.settings import AgentSettings
 from kernel_setup.shaping import STATUS_QUESTION, fence, new_marker, system_prompt, truncate
 from turn.acting import Settled, TurnFacts, settle_answer
-from turn.calls import MAX_CALLS_PER_MESSAGE, ToolCalls
+from turn.calls import ToolCalls
 from turn.events import (
     ModelCallFinished,
     ModelCallStarted,
@@ -88,7 +88,10 @@ class _Turn:
     round_records: list[ToolCallRecord] = field(default_factory=list)  # the last round's calls, in call order
     evidence: Evidence = field(default_factory=Evidence)
     degraded_reason: str | None = None
+    answer: str = ""  # the answer to check, once a round gave one
+    pieces: list[TextDelta] = field(default_factory=list)  # the answer as the model streamed it, held back
     conversions: tuple[Conversion, ...] = ()  # the units the operator asked for (`turn.units`)
+    domain: frozenset[str] = frozenset()  # the words of the plant: the tools' and the session's (`checks.scope`)
 
 
 class TurnRunner:
@@ -141,72 +144,84 @@ class TurnRunner:
         turn.conversions = asked_conversions(question)
         chat = await self._history(session_id, turn.marker)
         earlier = read_texts(chat)  # what the session read before this question
-        domain = domain_words([*self._tool_descriptions(), *earlier])
+        turn.domain = domain_words([*self._tool_descriptions(), *earlier])
         chat.add_message(user := ChatMessageContent(role=AuthorRole.USER, content=question))
         new_messages: list[ChatMessageContent] = [user]
-        answer, pieces = "", list[TextDelta]()
         guard = TurnGuard()
         with acting_as(CallContext(principal=principal, session=session_id, door=door)), guarding(guard):
             if opening := self._policies.opening_calls(question, self._kernel):
                 async for event in self._policy_round(opening, chat, new_messages, turn, note=STATUS_QUESTION):
                     yield event
-            for number in range(1, self._agent.max_model_calls + 1):
-                last = number == self._agent.max_model_calls
-                yield ModelCallStarted(number)
-                message: ChatMessageContent | None = None
-                held: list[TextDelta] = []
-                try:
-                    async for item in self._model_call(chat, with_tools=not last, turn=turn):
-                        if isinstance(item, TextDelta):
-                            held.append(item)  # shown only once the answer has passed its checks
-                        else:
-                            message = item
-                except TimeoutError:
-                    turn.degraded_reason = f"deadline of {self._agent.deadline_seconds:g} s reached"
-                    break
-                assert message is not None
-                yield ModelCallFinished(
-                    number, turn.usage.prompt_tokens, turn.usage.completion_tokens, turn.usage.estimated
-                )
-                calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
-                # An answer written before the conversation read any data.
-                unread = not (calls or last) and not any(m.role == AuthorRole.TOOL for m in chat.messages)
-                claim = self._policies.claim_calls(message, question, self._kernel, domain) if unread else []
-                if calls:
-                    chat.add_message(message)
-                    new_messages.append(message)
-                    async for event in self._policy_rounds(question, calls, chat, new_messages, turn):
-                        yield event
-                    if (coded := self._policies.answer_for(turn.round_records)) is not None:
-                        answer, pieces = coded, []  # checked like any answer before it is shown
-                        break
-                elif claim:
-                    # An answer before any data that speaks for the data: never shown; the turn reads, and asks again.
-                    async for event in self._policy_round(claim, chat, new_messages, turn, note=STATUS_QUESTION):
-                        yield event
-                else:  # the answer round; a round that calls tools is not the answer, and its text is dropped
-                    answer, pieces = message.content or "", held
-                    if not answer.strip():
-                        turn.degraded_reason = turn.degraded_reason or "the model returned an empty answer"
-                    break
-                if (bound := self._bound_reached(turn, guard)) is not None:
-                    turn.degraded_reason = bound
-                    break
-                if number == self._agent.max_model_calls - 1:
-                    turn.degraded_reason = (
-                        f"model call limit of {self._agent.max_model_calls} reached; the last call had no tools"
-                    )
+            async for event in self._rounds(question, chat, new_messages, turn, guard):
+                yield event
+            answer = turn.answer
             # An id may come from earlier in the session: the operator's messages or the tools' results.
             facts = TurnFacts(turn.evidence, question, read_texts(chat), earlier, self._tool_descriptions())
             settled = await settle_answer(answer, facts, lambda request: self._ask_again(chat, answer, request, turn))
-        # As streamed when shown as written (and the pieces are what was checked); else the shown answer whole.
-        as_written = not settled.changed and "".join(p.text for p in pieces) == settled.answer
-        for delta in pieces if as_written else [TextDelta(settled.answer)] if settled.answer else []:
+        for delta in _released(settled, turn.pieces):
             yield delta
         if settled.answer:
             new_messages.append(ChatMessageContent(role=AuthorRole.ASSISTANT, content=settled.answer))
         await self._sessions.append(session_id, principal, new_messages)
         yield TurnFinished(self._result(settled, turn))
+
+    async def _rounds(
+        self, question: str, chat: ChatHistory, new_messages: list[ChatMessageContent], turn: _Turn, guard: TurnGuard
+    ) -> AsyncIterator[TurnEvent]:
+        """The model's rounds, up to the answer (held in ``turn.answer`` and ``turn.pieces``) or a bound."""
+        for number in range(1, self._agent.max_model_calls + 1):
+            last = number == self._agent.max_model_calls
+            yield ModelCallStarted(number)
+            try:
+                message, held = await self._held_model_call(chat, with_tools=not last, turn=turn)
+            except TimeoutError:
+                turn.degraded_reason = f"deadline of {self._agent.deadline_seconds:g} s reached"
+                return
+            yield ModelCallFinished(
+                number, turn.usage.prompt_tokens, turn.usage.completion_tokens, turn.usage.estimated
+            )
+            calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
+            # An answer written before the conversation read any data.
+            unread = not (calls or last) and not any(m.role == AuthorRole.TOOL for m in chat.messages)
+            claim = self._policies.claim_calls(message, question, self._kernel, turn.domain) if unread else []
+            if calls:
+                chat.add_message(message)
+                new_messages.append(message)
+                async for event in self._policy_rounds(question, calls, chat, new_messages, turn):
+                    yield event
+                if (coded := self._policies.answer_for(turn.round_records)) is not None:
+                    turn.answer, turn.pieces = coded, []  # checked like any answer before it is shown
+                    return
+            elif claim:
+                # An answer before any data that speaks for the data: never shown; the turn reads, and asks again.
+                async for event in self._policy_round(claim, chat, new_messages, turn, note=STATUS_QUESTION):
+                    yield event
+            else:  # the answer round; a round that calls tools is not the answer, and its text is dropped
+                turn.answer, turn.pieces = message.content or "", held
+                if not turn.answer.strip():
+                    turn.degraded_reason = turn.degraded_reason or "the model returned an empty answer"
+                return
+            if (bound := self._bound_reached(turn, guard)) is not None:
+                turn.degraded_reason = bound
+                return
+            if number == self._agent.max_model_calls - 1:
+                turn.degraded_reason = (
+                    f"model call limit of {self._agent.max_model_calls} reached; the last call had no tools"
+                )
+
+    async def _held_model_call(
+        self, chat: ChatHistory, *, with_tools: bool, turn: _Turn
+    ) -> tuple[ChatMessageContent, list[TextDelta]]:
+        """One model call's message and its text, held back: shown only once the answer has passed its checks."""
+        message: ChatMessageContent | None = None
+        held: list[TextDelta] = []
+        async for item in self._model_call(chat, with_tools=with_tools, turn=turn):
+            if isinstance(item, TextDelta):
+                held.append(item)
+            else:
+                message = item
+        assert message is not None
+        return message, held
 
     async def _policy_rounds(
         self,
@@ -284,14 +299,11 @@ class TurnRunner:
             return None
         chat.add_message(ChatMessageContent(role=AuthorRole.ASSISTANT, content=answer))
         chat.add_message(ChatMessageContent(role=AuthorRole.USER, content=request))
-        message: ChatMessageContent | None = None
         try:
-            async for item in self._model_call(chat, with_tools=False, turn=turn):
-                if not isinstance(item, TextDelta):
-                    message = item
+            message, _ = await self._held_model_call(chat, with_tools=False, turn=turn)
         except (TimeoutError, ChatServiceError):
             return None  # the evidence answers instead
-        return message.content if message is not None else None
+        return message.content
 
     def _tool_descriptions(self) -> list[str]:
         texts = []
@@ -352,30 +364,12 @@ class TurnRunner:
     ) -> AsyncIterator[TurnEvent]:
         for call in calls:
             yield ToolCallStarted(call.id or "", call.name or "", arguments_of(call))
-        allowed = calls[:MAX_CALLS_PER_MESSAGE]
-        reads = [c for c in allowed if self._calls.is_read(c)]
-        writes = [c for c in allowed if not self._calls.is_read(c)]
-        writes += list(calls[MAX_CALLS_PER_MESSAGE:])  # refused one by one below, without running
-
-        Finished = list[tuple[FunctionCallContent, str, ToolCallRecord]]
-
-        async def run(call: FunctionCallContent) -> tuple[FunctionCallContent, str, ToolCallRecord]:
-            usage = turn.usage.model_calls
-            return await self._calls.run_one(call, len(calls), usage, turn.evidence, turn.conversions)
-
-        async def run_reads(call: FunctionCallContent) -> Finished:
-            return [await run(call)]
-
-        async def run_writes() -> Finished:
-            return [await run(call) for call in writes]
-
-        futures = [asyncio.ensure_future(run_reads(call)) for call in reads]
-        futures.append(asyncio.ensure_future(run_writes()))
         done: dict[str, tuple[str, ToolCallRecord]] = {}
-        for future in asyncio.as_completed(futures):
-            for call, text, record in await future:
-                done[call.id or ""] = (text, record)
-                yield ToolCallFinished(call.id or "", record)
+        async for call, text, record in self._calls.run_round(
+            calls, turn.usage.model_calls, turn.evidence, turn.conversions
+        ):
+            done[call.id or ""] = (text, record)
+            yield ToolCallFinished(call.id or "", record)
         turn.round_records = []
         for call in calls:  # results enter the history in call order, each naming its tool
             text, record = done[call.id or ""]
@@ -384,6 +378,12 @@ class TurnRunner:
             capped = truncate(text, self._agent.max_tool_result_chars)
             chat.add_message(tool_message(call, fence(capped, turn.marker), record.status, note))
             new_messages.append(tool_message(call, capped))  # stored unfenced; fenced anew when replayed
+
+
+def _released(settled: Settled, pieces: list[TextDelta]) -> list[TextDelta]:
+    """The answer as shown: in the pieces streamed when shown as written (and they are what was checked), else whole."""
+    as_written = not settled.changed and "".join(p.text for p in pieces) == settled.answer
+    return pieces if as_written else [TextDelta(settled.answer)] if settled.answer else []
 
 
 def _describe_service_error(exc: BaseException) -> str:

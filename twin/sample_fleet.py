@@ -1,300 +1,24 @@
-"""The sample fleet PumpOps ships: eight pumps across four stations, with history and alarms.
+"""Loading the sample fleet PumpOps ships (`twin.sample_fleet_data`) into an empty registry.
 
-Values follow the project's domain reference: PUMP-007 (Group 1, rigid) is at 9.4 mm/s, zone D, with
-a critical alarm; PUMP-004 (Group 1, flexible) is at 7.8 mm/s, zone C, with a high alarm; the others
-sit mostly in zones A-B.
+Every sensor gets a reading history of `HISTORY_DAYS` days, one reading every `READING_INTERVAL_HOURS` hours,
+ending exactly at the pump's latest value; alarms are raised relative to the load time.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+
+import aiosqlite
 
 from storage import Database
 from twin.iso10816 import boundaries
-from twin.models import SENSOR_SPECS, Foundation, SensorType
+from twin.models import SENSOR_SPECS, SensorType
+from twin.sample_fleet_data import SAMPLE_ALARMS, SAMPLE_MAINTENANCE, SAMPLE_PUMPS, AlarmSpec, PumpSpec
 
 HISTORY_DAYS = 90
 READING_INTERVAL_HOURS = 6
-
-
-@dataclass(frozen=True)
-class PumpSpec:
-    """One pump of the sample fleet and where its sensors end up."""
-
-    pump_id: str
-    name: str
-    location: str
-    model: str
-    power_kw: float
-    rated_speed_rpm: int
-    machine_group: int
-    foundation: Foundation
-    status: str
-    installed_on: str
-    last_maintenance_on: str
-    duty_flow_m3h: float
-    duty_pressure_bar: float
-    rated_current_a: float
-    latest: dict[SensorType, float]
-    starts: dict[SensorType, float]
-
-
-AF400 = ("Aquaflow AF-400", 450.0, 1480, 1, 1800.0, 6.0, 48.0)
-AF150 = ("Aquaflow AF-150", 110.0, 2960, 2, 400.0, 5.0, 190.0)
-VT600 = ("Deepline VT-600", 630.0, 1480, 1, 2400.0, 4.5, 66.0)
-
-
-def _pump(
-    pump_id: str,
-    name: str,
-    location: str,
-    model: tuple[str, float, int, int, float, float, float],
-    foundation: Foundation,
-    status: str,
-    installed_on: str,
-    last_maintenance_on: str,
-    latest: tuple[float, float, float, float, float],
-    starts: dict[SensorType, float] | None = None,
-) -> PumpSpec:
-    model_name, power, speed, group, flow, pressure, current = model
-    vib, temp, q, p, i = latest
-    return PumpSpec(
-        pump_id=pump_id,
-        name=name,
-        location=location,
-        model=model_name,
-        power_kw=power,
-        rated_speed_rpm=speed,
-        machine_group=group,
-        foundation=foundation,
-        status=status,
-        installed_on=installed_on,
-        last_maintenance_on=last_maintenance_on,
-        duty_flow_m3h=flow,
-        duty_pressure_bar=pressure,
-        rated_current_a=current,
-        latest={
-            SensorType.VIBRATION: vib,
-            SensorType.BEARING_TEMPERATURE: temp,
-            SensorType.FLOW: q,
-            SensorType.DISCHARGE_PRESSURE: p,
-            SensorType.MOTOR_CURRENT: i,
-        },
-        starts=starts or {},
-    )
-
-
-SAMPLE_PUMPS: tuple[PumpSpec, ...] = (
-    _pump(
-        "PUMP-001",
-        "Raw Water Intake 1",
-        "Station-A",
-        AF400,
-        Foundation.RIGID,
-        "online",
-        "2019-04-11",
-        "2026-06-15",
-        (2.1, 58.0, 1790.0, 6.1, 47.0),
-    ),
-    _pump(
-        "PUMP-002",
-        "Raw Water Intake 2",
-        "Station-A",
-        AF400,
-        Foundation.RIGID,
-        "online",
-        "2019-04-11",
-        "2026-05-02",
-        (3.2, 61.0, 1750.0, 5.9, 48.5),
-    ),
-    _pump(
-        "PUMP-003",
-        "Booster 1",
-        "Station-B",
-        AF150,
-        Foundation.RIGID,
-        "maintenance",
-        "2021-09-30",
-        "2026-11-20",
-        (1.1, 41.0, 385.0, 4.9, 183.0),
-    ),
-    _pump(
-        "PUMP-004",
-        "Booster 2",
-        "Station-B",
-        AF400,
-        Foundation.FLEXIBLE,
-        "online",
-        "2023-01-20",
-        "2026-03-09",
-        (7.8, 72.0, 1700.0, 5.7, 50.5),
-        {SensorType.VIBRATION: 5.6},
-    ),
-    _pump(
-        "PUMP-005",
-        "Transfer 1",
-        "Station-C",
-        VT600,
-        Foundation.RIGID,
-        "online",
-        "2017-06-05",
-        "2026-04-21",
-        (3.9, 66.0, 2380.0, 4.4, 65.0),
-        {SensorType.VIBRATION: 3.1},
-    ),
-    _pump(
-        "PUMP-006",
-        "Transfer 2",
-        "Station-C",
-        VT600,
-        Foundation.RIGID,
-        "offline",
-        "2017-06-05",
-        "2026-02-14",
-        (2.4, 38.0, 1890.0, 3.7, 58.0),
-    ),
-    _pump(
-        "PUMP-007",
-        "Transfer 3",
-        "Station-C",
-        AF400,
-        Foundation.RIGID,
-        "online",
-        "2018-03-14",
-        "2025-08-22",
-        (9.4, 81.0, 1650.0, 5.5, 52.0),
-        {SensorType.VIBRATION: 4.8, SensorType.BEARING_TEMPERATURE: 66.0},
-    ),
-    _pump(
-        "PUMP-008",
-        "Distribution 1",
-        "Station-D",
-        AF150,
-        Foundation.FLEXIBLE,
-        "online",
-        "2022-11-02",
-        "2026-07-30",
-        (2.6, 55.0, 395.0, 5.1, 180.0),
-    ),
-)
-
-
-@dataclass(frozen=True)
-class AlarmSpec:
-    """One alarm of the sample fleet; ``hours_ago`` is relative to the load time."""
-
-    alarm_id: str
-    pump_id: str
-    sensor_type: SensorType | None
-    severity: str
-    message: str
-    value: float | None
-    hours_ago: float
-    active: bool
-
-
-SAMPLE_ALARMS: tuple[AlarmSpec, ...] = (
-    AlarmSpec(
-        "ALM-0001",
-        "PUMP-007",
-        SensorType.VIBRATION,
-        "critical",
-        "Vibration 9.4 mm/s r.m.s. on the drive-end bearing housing, above the ISO 10816-3 zone C/D "
-        "boundary of 7.1 mm/s for a Group 1 pump on a rigid foundation.",
-        9.4,
-        3,
-        True,
-    ),
-    AlarmSpec(
-        "ALM-0002",
-        "PUMP-004",
-        SensorType.VIBRATION,
-        "high",
-        "Vibration elevated at 7.8 mm/s r.m.s., inside ISO 10816-3 zone C for a Group 1 pump on a "
-        "flexible foundation (B/C 7.1, C/D 11.0 mm/s).",
-        7.8,
-        20,
-        True,
-    ),
-    AlarmSpec(
-        "ALM-0003",
-        "PUMP-007",
-        SensorType.BEARING_TEMPERATURE,
-        "medium",
-        "Drive-end bearing temperature rising: 81 °C (alarm level 85 °C).",
-        81.0,
-        6,
-        True,
-    ),
-    AlarmSpec(
-        "ALM-0004",
-        "PUMP-006",
-        SensorType.DISCHARGE_PRESSURE,
-        "medium",
-        "Tripped on low discharge pressure (3.7 bar against a 4.5 bar duty point); held offline pending inspection.",
-        3.7,
-        52,
-        True,
-    ),
-    AlarmSpec(
-        "ALM-0005",
-        "PUMP-008",
-        SensorType.FLOW,
-        "low",
-        "Flow transmitter communication intermittent; readings may be stale.",
-        None,
-        30,
-        True,
-    ),
-    AlarmSpec(
-        "ALM-0006",
-        "PUMP-007",
-        SensorType.VIBRATION,
-        "high",
-        "Vibration 6.2 mm/s r.m.s., inside ISO 10816-3 zone C.",
-        6.2,
-        24 * 40,
-        False,
-    ),
-    AlarmSpec(
-        "ALM-0007",
-        "PUMP-002",
-        SensorType.BEARING_TEMPERATURE,
-        "low",
-        "Bearing temperature briefly 71 °C during a hot afternoon; returned to normal.",
-        71.0,
-        24 * 65,
-        False,
-    ),
-)
-
-SAMPLE_MAINTENANCE: tuple[tuple[str, str, str, str, str], ...] = (
-    (
-        "PUMP-007",
-        "2025-08-22",
-        "preventive",
-        "Bearing regrease, coupling alignment check (within 0.05 mm).",
-        "R. Okafor",
-    ),
-    ("PUMP-007", "2024-09-10", "corrective", "Replaced mechanical seal after flush-pot level alarm.", "R. Okafor"),
-    (
-        "PUMP-004",
-        "2026-03-09",
-        "inspection",
-        "Baseplate and grout inspection; soft-foot noted on motor feet.",
-        "L. Haas",
-    ),
-    ("PUMP-004", "2023-01-20", "inspection", "Commissioning: baseline vibration 2.9 mm/s.", "L. Haas"),
-    ("PUMP-001", "2026-06-15", "preventive", "Annual service: oil change, alignment, seal inspection.", "M. Ruiz"),
-    ("PUMP-002", "2026-05-02", "preventive", "Annual service: oil change, alignment, seal inspection.", "M. Ruiz"),
-    ("PUMP-003", "2026-11-20", "corrective", "Impeller wear-ring replacement under way.", "J. Chen"),
-    ("PUMP-005", "2026-04-21", "preventive", "Line-shaft bearing lubrication and packing adjustment.", "J. Chen"),
-    ("PUMP-006", "2026-02-14", "preventive", "Line-shaft bearing lubrication and packing adjustment.", "J. Chen"),
-    ("PUMP-008", "2026-07-30", "preventive", "Motor bearing regrease; seal face inspection.", "M. Ruiz"),
-)
 
 
 def alarm_threshold(spec: PumpSpec, sensor_type: SensorType) -> float:
@@ -345,64 +69,74 @@ async def load_sample_fleet(db: Database, now: datetime | None = None) -> bool:
     stamps = [format_ts(now - timedelta(hours=READING_INTERVAL_HOURS * (times - 1 - k))) for k in range(times)]
     async with db.transaction() as conn:
         for spec in SAMPLE_PUMPS:
-            await conn.execute(
-                "INSERT INTO pumps (pump_id, name, location, model, power_kw, rated_speed_rpm, machine_group, "
-                "foundation, status, installed_on, last_maintenance_on) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    spec.pump_id,
-                    spec.name,
-                    spec.location,
-                    spec.model,
-                    spec.power_kw,
-                    spec.rated_speed_rpm,
-                    spec.machine_group,
-                    spec.foundation.value,
-                    spec.status,
-                    spec.installed_on,
-                    spec.last_maintenance_on,
-                ),
-            )
-            for sensor_type, sensor_spec in SENSOR_SPECS.items():
-                sensor_id = f"{spec.pump_id}-{sensor_type.value}"
-                values = _series(spec, sensor_type, times, rng)
-                await conn.execute(
-                    "INSERT INTO sensors (sensor_id, pump_id, sensor_type, unit, bad_direction, alarm_threshold, "
-                    "latest_value, latest_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        sensor_id,
-                        spec.pump_id,
-                        sensor_type.value,
-                        sensor_spec.unit,
-                        sensor_spec.bad_direction.value,
-                        alarm_threshold(spec, sensor_type),
-                        values[-1],
-                        stamps[-1],
-                    ),
-                )
-                await conn.executemany(
-                    "INSERT INTO readings (sensor_id, recorded_at, value) VALUES (?, ?, ?)",
-                    [(sensor_id, stamp, value) for stamp, value in zip(stamps, values, strict=True)],
-                )
+            await _insert_pump(conn, spec, stamps, rng)
         for alarm in SAMPLE_ALARMS:
-            raised = now - timedelta(hours=alarm.hours_ago)
-            await conn.execute(
-                "INSERT INTO alarms (alarm_id, pump_id, sensor_type, severity, message, value, raised_at, active, "
-                "cleared_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    alarm.alarm_id,
-                    alarm.pump_id,
-                    alarm.sensor_type.value if alarm.sensor_type else None,
-                    alarm.severity,
-                    alarm.message,
-                    alarm.value,
-                    format_ts(raised),
-                    1 if alarm.active else 0,
-                    None if alarm.active else format_ts(raised + timedelta(hours=8)),
-                ),
-            )
+            await _insert_alarm(conn, alarm, now)
         await conn.executemany(
             "INSERT INTO maintenance_records (pump_id, performed_on, kind, description, technician) "
             "VALUES (?, ?, ?, ?, ?)",
             SAMPLE_MAINTENANCE,
         )
     return True
+
+
+async def _insert_pump(conn: aiosqlite.Connection, spec: PumpSpec, stamps: list[str], rng: random.Random) -> None:
+    """One pump, its sensors and their reading histories (one reading per stamp)."""
+    await conn.execute(
+        "INSERT INTO pumps (pump_id, name, location, model, power_kw, rated_speed_rpm, machine_group, "
+        "foundation, status, installed_on, last_maintenance_on) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            spec.pump_id,
+            spec.name,
+            spec.location,
+            spec.model,
+            spec.power_kw,
+            spec.rated_speed_rpm,
+            spec.machine_group,
+            spec.foundation.value,
+            spec.status,
+            spec.installed_on,
+            spec.last_maintenance_on,
+        ),
+    )
+    for sensor_type, sensor_spec in SENSOR_SPECS.items():
+        sensor_id = f"{spec.pump_id}-{sensor_type.value}"
+        values = _series(spec, sensor_type, len(stamps), rng)
+        await conn.execute(
+            "INSERT INTO sensors (sensor_id, pump_id, sensor_type, unit, bad_direction, alarm_threshold, "
+            "latest_value, latest_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                sensor_id,
+                spec.pump_id,
+                sensor_type.value,
+                sensor_spec.unit,
+                sensor_spec.bad_direction.value,
+                alarm_threshold(spec, sensor_type),
+                values[-1],
+                stamps[-1],
+            ),
+        )
+        await conn.executemany(
+            "INSERT INTO readings (sensor_id, recorded_at, value) VALUES (?, ?, ?)",
+            [(sensor_id, stamp, value) for stamp, value in zip(stamps, values, strict=True)],
+        )
+
+
+async def _insert_alarm(conn: aiosqlite.Connection, alarm: AlarmSpec, now: datetime) -> None:
+    """One alarm, raised ``hours_ago`` before ``now``; an inactive one cleared eight hours after it was raised."""
+    raised = now - timedelta(hours=alarm.hours_ago)
+    await conn.execute(
+        "INSERT INTO alarms (alarm_id, pump_id, sensor_type, severity, message, value, raised_at, active, "
+        "cleared_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            alarm.alarm_id,
+            alarm.pump_id,
+            alarm.sensor_type.value if alarm.sensor_type else None,
+            alarm.severity,
+            alarm.message,
+            alarm.value,
+            format_ts(raised),
+            1 if alarm.active else 0,
+            None if alarm.active else format_ts(raised + timedelta(hours=8)),
+        ),
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime, timedelta
 from enum import Enum
 
@@ -111,27 +112,7 @@ class SensorService:
             "LIMIT ?4"
         )
         rows = await self._db.fetch_all(query, (*params, MAX_READINGS_LISTED))
-        readings = []
-        for row in rows:
-            value = row["latest_value"]
-            threshold = row["alarm_threshold"]
-            zone = (
-                assess(value, row["machine_group"], Foundation(row["foundation"])).zone
-                if sensor_type is SensorType.VIBRATION
-                else None
-            )
-            readings.append(
-                SensorReading(
-                    pump_id=row["pump_id"],
-                    sensor_type=sensor_type,
-                    value=value,
-                    unit=spec.unit,
-                    recorded_at=row["latest_at"],
-                    alarm_threshold=threshold,
-                    beyond_threshold=_beyond(value, threshold, spec.bad_direction),
-                    iso_zone=zone,
-                )
-            )
+        readings = [_reading(row, sensor_type) for row in rows]
         filters: dict[str, str | float] = {}
         if pump is not None:
             filters["pump_id"] = pump
@@ -162,36 +143,9 @@ class SensorService:
             raise InvalidInputError(f"days must be between {MIN_TREND_DAYS} and {MAX_TREND_DAYS}, got {days!r}.")
         wanted = normalize_pump_id(pump_id)
         spec = SENSOR_SPECS[sensor_type]
-        sensor = await self._db.fetch_one(
-            "SELECT sensor_id, alarm_threshold, latest_value, latest_at FROM sensors "
-            "WHERE pump_id = ? AND sensor_type = ?",
-            (wanted, sensor_type.value),
-        )
-        if sensor is None:
-            exists = await self._db.fetch_one("SELECT 1 FROM pumps WHERE pump_id = ?", (wanted,))
-            if exists is None:
-                raise NotFoundError.pump(pump_id)
-            raise NotFoundError(f"Pump {wanted} has no {sensor_type.value} sensor.")
+        sensor = await self._sensor(pump_id, wanted, sensor_type)
         threshold = sensor["alarm_threshold"]
-        empty = SensorTrend(
-            pump_id=wanted,
-            sensor_type=sensor_type,
-            unit=spec.unit,
-            bad_direction=spec.bad_direction,
-            window_days=days,
-            window_start=None,
-            window_end=None,
-            readings=0,
-            min=None,
-            max=None,
-            mean=None,
-            latest=None,
-            slope_per_day=None,
-            alarm_threshold=threshold,
-            projection=ProjectionStatus.TOO_FEW_READINGS,
-            projected_crossing_date=None,
-            days_until_crossing=None,
-        )
+        empty = _no_trend(wanted, sensor_type, days, threshold)
         end = sensor["latest_at"]
         if end is None:
             return empty
@@ -228,6 +182,70 @@ class SensorService:
                 "days_until_crossing": days_until,
             }
         )
+
+    async def _sensor(self, pump_id: str, wanted: str, sensor_type: SensorType) -> sqlite3.Row:
+        """The pump's sensor of ``sensor_type`` (``wanted`` is ``pump_id`` normalized).
+
+        Raises:
+            NotFoundError: no such pump, or it has no sensor of that type.
+        """
+        sensor = await self._db.fetch_one(
+            "SELECT sensor_id, alarm_threshold, latest_value, latest_at FROM sensors "
+            "WHERE pump_id = ? AND sensor_type = ?",
+            (wanted, sensor_type.value),
+        )
+        if sensor is None:
+            exists = await self._db.fetch_one("SELECT 1 FROM pumps WHERE pump_id = ?", (wanted,))
+            if exists is None:
+                raise NotFoundError.pump(pump_id)
+            raise NotFoundError(f"Pump {wanted} has no {sensor_type.value} sensor.")
+        return sensor
+
+
+def _reading(row: sqlite3.Row, sensor_type: SensorType) -> SensorReading:
+    """One row of `SensorService.latest_readings` as a reading, with its ISO 10816-3 zone for vibration."""
+    spec = SENSOR_SPECS[sensor_type]
+    value = row["latest_value"]
+    threshold = row["alarm_threshold"]
+    zone = (
+        assess(value, row["machine_group"], Foundation(row["foundation"])).zone
+        if sensor_type is SensorType.VIBRATION
+        else None
+    )
+    return SensorReading(
+        pump_id=row["pump_id"],
+        sensor_type=sensor_type,
+        value=value,
+        unit=spec.unit,
+        recorded_at=row["latest_at"],
+        alarm_threshold=threshold,
+        beyond_threshold=_beyond(value, threshold, spec.bad_direction),
+        iso_zone=zone,
+    )
+
+
+def _no_trend(pump_id: str, sensor_type: SensorType, days: int, threshold: float) -> SensorTrend:
+    """The trend of a window without readings: no statistics, too few readings to project."""
+    spec = SENSOR_SPECS[sensor_type]
+    return SensorTrend(
+        pump_id=pump_id,
+        sensor_type=sensor_type,
+        unit=spec.unit,
+        bad_direction=spec.bad_direction,
+        window_days=days,
+        window_start=None,
+        window_end=None,
+        readings=0,
+        min=None,
+        max=None,
+        mean=None,
+        latest=None,
+        slope_per_day=None,
+        alarm_threshold=threshold,
+        projection=ProjectionStatus.TOO_FEW_READINGS,
+        projected_crossing_date=None,
+        days_until_crossing=None,
+    )
 
 
 def _beyond(value: float, threshold: float, direction: BadDirection) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,35 +49,19 @@ async def generate(
     def post(kind: str, value: Any) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
 
-    def work() -> None:
-        pieces = 0
-        try:
-            stream = engine.complete(
-                prompt,
-                grammar=grammar,
-                max_tokens=max_tokens,
-                temperature=settings.temperature,
-                seed=settings.seed,
-                stop=STOP_STRINGS,
-                grammar_tokens=grammar_tokens,
-                hints=hints,
-            )
-            try:
-                for piece in stream:
-                    pieces += 1
-                    post("piece", piece)
-                    if cancelled.is_set():
-                        break
-            finally:
-                close = getattr(stream, "close", None)
-                if close is not None:
-                    close()
-        except Exception as exc:  # handed to the event loop, re-raised there
-            post("error", exc)
-        finally:
-            post("done", pieces)
+    def start() -> Iterator[str]:
+        return engine.complete(
+            prompt,
+            grammar=grammar,
+            max_tokens=max_tokens,
+            temperature=settings.temperature,
+            seed=settings.seed,
+            stop=STOP_STRINGS,
+            grammar_tokens=grammar_tokens,
+            hints=hints,
+        )
 
-    worker = asyncio.ensure_future(asyncio.to_thread(work))
+    worker = asyncio.ensure_future(asyncio.to_thread(_work, start, post, cancelled))
     try:
         while True:
             kind, value = await queue.get()
@@ -93,3 +77,27 @@ async def generate(
     finally:
         cancelled.set()
         await worker  # the thread stops after its current token; nothing outlives the call
+
+
+def _work(start: Callable[[], Iterator[str]], post: Callable[[str, Any], None], cancelled: threading.Event) -> None:
+    """The worker thread: post each piece of the completion ``start`` opens, any error, then the number of pieces.
+
+    Stops after the current piece once ``cancelled`` is set, closing the completion.
+    """
+    pieces = 0
+    try:
+        stream = start()
+        try:
+            for piece in stream:
+                pieces += 1
+                post("piece", piece)
+                if cancelled.is_set():
+                    break
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+    except Exception as exc:  # handed to the event loop, re-raised there
+        post("error", exc)
+    finally:
+        post("done", pieces)

@@ -14,7 +14,8 @@ from chat.factory import ModelUnavailableError
 from core.errors import PumpOpsError
 from doors.cli.safe_text import safe_json, safe_text
 from governance import PrincipalError, principal_name
-from kernel_setup.settings import Settings, load_settings
+from kernel_setup.settings import Settings
+from kernel_setup.settings_loading import load_settings
 
 T = TypeVar("T")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from functools import partial
 from pathlib import Path
 
 import typer
@@ -66,38 +67,11 @@ def eval_command(
     """
     cli = state(ctx)
     settings = cli.settings()
-    try:
-        golden = load_questions(questions)
-        part = None if split == SplitChoice.ALL else Split(split.value)
-        items = select_questions(golden, category, only, limit, split=part)
-    except EvalQuestionsError as exc:
-        fail(cli, str(exc))
-    if not golden:
-        fail(cli, "The question set has no items.")
-    if not items:
-        within = [i for i in golden if part is None or i.split == part]
-        present = ", ".join(dict.fromkeys(i.category.value for i in within))
-        asked = ", ".join(c.value for c in category)
-        of_part = "" if part is None else f" {part.value}"
-        fail(cli, f"No question to run: the set has no{of_part} {asked} question (its categories: {present}).")
+    items = _selected(cli, questions, category, only, limit, split)
     temp = settings.ollama.temperature if temperature is None else temperature
     if temp == 0 and k > 1 and not as_json:
         cli.err_console.print("[yellow]temperature 0: every trial is the same, so pass^k equals pass^1[/]")
-
-    def progress(item: GoldenItem, transcript: Transcript) -> None:
-        if as_json:
-            return
-        result = transcript.result
-        if result is None:
-            cli.err_console.print(
-                f"[red]✗[/] {item.id} #{transcript.trial}: {safe_text(transcript.error or '')}", highlight=False
-            )
-            return
-        calls = ", ".join(c.name for c in result.tool_calls) or "no tool"
-        cli.err_console.print(
-            f"[dim]{item.id} #{transcript.trial}: {calls} ({transcript.latency_s:.1f} s)[/]", highlight=False
-        )
-
+    progress = None if as_json else partial(_print_trial, cli)
     done = run(
         cli, run_eval(settings, items, k=k, temperature=temp, provider=provider, base_seed=seed, on_trial=progress)
     )
@@ -118,6 +92,46 @@ def eval_command(
         print_report(cli, report)
 
 
+def _selected(
+    cli: CliState,
+    questions: Path | None,
+    category: list[Category],
+    only: list[str],
+    limit: int | None,
+    split: SplitChoice,
+) -> list[GoldenItem]:
+    """The questions to run; a missing or empty set, or a selection matching nothing, fails with the reason."""
+    try:
+        golden = load_questions(questions)
+        part = None if split == SplitChoice.ALL else Split(split.value)
+        items = select_questions(golden, category, only, limit, split=part)
+    except EvalQuestionsError as exc:
+        fail(cli, str(exc))
+    if not golden:
+        fail(cli, "The question set has no items.")
+    if not items:
+        within = [i for i in golden if part is None or i.split == part]
+        present = ", ".join(dict.fromkeys(i.category.value for i in within))
+        asked = ", ".join(c.value for c in category)
+        of_part = "" if part is None else f" {part.value}"
+        fail(cli, f"No question to run: the set has no{of_part} {asked} question (its categories: {present}).")
+    return items
+
+
+def _print_trial(cli: CliState, item: GoldenItem, transcript: Transcript) -> None:
+    """One line per finished trial on stderr: the tools it called and its latency, or why it failed."""
+    result = transcript.result
+    if result is None:
+        cli.err_console.print(
+            f"[red]✗[/] {item.id} #{transcript.trial}: {safe_text(transcript.error or '')}", highlight=False
+        )
+        return
+    calls = ", ".join(c.name for c in result.tool_calls) or "no tool"
+    cli.err_console.print(
+        f"[dim]{item.id} #{transcript.trial}: {calls} ({transcript.latency_s:.1f} s)[/]", highlight=False
+    )
+
+
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
@@ -128,6 +142,28 @@ def print_report(cli: CliState, report: EvalReport) -> None:
     Each part of the set run (tuning, held back) has its own rows and overall; with both, a last row gives the
     overall of all.
     """
+    cli.console.print(_report_table(report))
+    if report.warmup_s is not None:
+        cli.console.print(f"[dim]cold start (unscored warm-up turn, not in the latencies): {report.warmup_s:.1f} s[/]")
+    if report.machine_rates:
+        reads = " → ".join(f"{r.prompt_tokens_per_s:.0f}" for r in report.machine_rates)
+        writes = " → ".join(f"{r.written_tokens_per_s:.1f}" for r in report.machine_rates)
+        whens = " → ".join(r.when for r in report.machine_rates)
+        cli.console.print(
+            f"[dim]llama.cpp on this machine ({whens} the trials): reads {reads} prompt tokens/s, "
+            f"writes {writes} tokens/s[/]",
+            highlight=False,
+        )
+    failed = [t for t in report.trials if not t.passed]
+    for trial in failed[:20]:
+        cli.console.print(
+            f"[dim]✗ {trial.item_id} ({trial.split.value}) #{trial.trial}: {safe_text('; '.join(trial.problems))}[/]",
+            highlight=False,
+        )
+
+
+def _report_table(report: EvalReport) -> Table:
+    """The scores per split and category; with both splits run, a last section gives the overall of all."""
     table = Table(title=f"pumpops eval · {report.provider} · k={report.k} · temperature {report.temperature:g}")
     sections: list[tuple[str, list[CategoryScore]]] = [(s.split.value, s.categories) for s in report.splits]
     if len(sections) != 1:
@@ -169,21 +205,4 @@ def print_report(cli: CliState, report: EvalReport) -> None:
                 style="bold" if c.category == OVERALL else None,
             )
         table.add_section()
-    cli.console.print(table)
-    if report.warmup_s is not None:
-        cli.console.print(f"[dim]cold start (unscored warm-up turn, not in the latencies): {report.warmup_s:.1f} s[/]")
-    if report.machine_rates:
-        reads = " → ".join(f"{r.prompt_tokens_per_s:.0f}" for r in report.machine_rates)
-        writes = " → ".join(f"{r.written_tokens_per_s:.1f}" for r in report.machine_rates)
-        whens = " → ".join(r.when for r in report.machine_rates)
-        cli.console.print(
-            f"[dim]llama.cpp on this machine ({whens} the trials): reads {reads} prompt tokens/s, "
-            f"writes {writes} tokens/s[/]",
-            highlight=False,
-        )
-    failed = [t for t in report.trials if not t.passed]
-    for trial in failed[:20]:
-        cli.console.print(
-            f"[dim]✗ {trial.item_id} ({trial.split.value}) #{trial.trial}: {safe_text('; '.join(trial.problems))}[/]",
-            highlight=False,
-        )
+    return table

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiosqlite
 from semantic_kernel import Kernel
@@ -25,9 +26,9 @@ from semantic_kernel.filters.functions.function_invocation_context import Functi
 from semantic_kernel.functions.function_result import FunctionResult
 from semantic_kernel.functions.kernel_function import KernelFunction
 
-from governance import ApprovalStore, Grant, PendingLimitError, active_grant, granting, intent_key
+from governance import Approval, ApprovalStore, Grant, PendingLimitError, active_grant, granting, intent_key
 from governance.audit_log import AuditLog, AuditOutcome
-from governance.identity import current_call
+from governance.identity import CallContext, current_call
 from kernel_setup.errors import SettingsError
 from kernel_setup.filters.audit import AUDITED_KEY, DETAIL_KEY, STATUS_KEY
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
@@ -118,54 +119,31 @@ class ApprovalGate:
         function = context.function
         name = function.fully_qualified_name
         decision = policy_for(self._settings, function)
-        if decision is PolicyDecision.DENY:
-            self._answer(
-                context,
-                {
-                    "status": "denied",
-                    "function": name,
-                    "message": (
-                        f"{name} is not allowed by PumpOps policy (Approval.Policy). Nothing was executed; "
-                        "tell the operator to ask an administrator if it is needed."
-                    ),
-                },
-                "denied",
-            )
+        refusal = _refusal(name, decision, read_only=traits_of(function).read_only)
+        if refusal is not None:
+            self._answer(context, {"status": "denied", "function": name, "message": refusal}, "denied")
             return
-        if traits_of(function).read_only:
-            if decision is PolicyDecision.ALLOW:
-                await next(context)
-                return
-            self._answer(
-                context,
-                {
-                    "status": "denied",
-                    "function": name,
-                    "message": (
-                        f"{name} is a read; Approval.Policy can allow or deny reads but not park them. Nothing was run."
-                    ),
-                },
-                "denied",
-            )
+        if traits_of(function).read_only:  # a read the policy allows
+            await next(context)
             return
         grant = active_grant()
         if grant is not None and grant.function == name:
             await next(context)  # the approvals door executing an approved action; the service re-checks
             _mark_audited(context, grant)
             return
-        arguments = dict(context.arguments)
+        await self._propose(context, next, decision)
+
+    async def _propose(
+        self,
+        context: FunctionInvocationContext,
+        next: Callable[[FunctionInvocationContext], Awaitable[None]],
+        decision: PolicyDecision,
+    ) -> None:
+        """A write without a grant: replay its first result, or park it (and, when policy allows it, run it)."""
+        function = context.function
+        name = function.fully_qualified_name
         call = current_call()
-        intent = intent_key(call.principal, call.session, name, arguments)
-        first = await self._store.executed_result(intent)
-        if first is None:
-            # Input the write could never carry out is refused here, not parked; the rest in canonical form
-            # ("pump-007 " is PUMP-007), so spelling variants of one intent are one approval.
-            canonical = await check_write(function, arguments)
-            if canonical != arguments:
-                arguments = canonical
-                context.arguments.update(canonical)
-                intent = intent_key(call.principal, call.session, name, arguments)
-                first = await self._store.executed_result(intent)
+        arguments, intent, first = await self._intent(context, call)
         if first is not None:
             context.result = FunctionResult(
                 function=function.metadata,
@@ -173,30 +151,9 @@ class ApprovalGate:
                 metadata={STATUS_KEY: "ok", DETAIL_KEY: "replayed: this exact action already ran; first result"},
             )
             return
-        try:
-            approval = await self._store.park(
-                name,
-                arguments,
-                intent=intent,
-                requested_by=call.principal,
-                session=call.session,
-                expiry_minutes=self._settings.expiry_minutes,
-                max_pending=None if decision is PolicyDecision.ALLOW else self._settings.max_pending_per_principal,
-            )
-        except PendingLimitError as exc:  # a flood of proposals: refused (and audited as denied), never parked
-            self._answer(
-                context,
-                {
-                    "status": "denied",
-                    "function": name,
-                    "pending": exc.pending,
-                    "limit": exc.limit,
-                    "message": str(exc),
-                },
-                "denied",
-                f"{exc.pending} pending, limit {exc.limit}",
-            )
-            return
+        approval = await self._park(context, arguments, intent, call, decision)
+        if approval is None:
+            return  # refused: the requester has too many actions pending
         if decision is PolicyDecision.ALLOW:
             await self._store.claim(approval.id, POLICY_APPROVER, allow_self_approval=True)
             hook = audit_hook(self._audit, function, arguments, f"{approval.id} allowed by policy")
@@ -221,6 +178,65 @@ class ApprovalGate:
             approval.id,
         )
 
+    async def _intent(
+        self, context: FunctionInvocationContext, call: CallContext
+    ) -> tuple[dict[str, Any], str, str | None]:
+        """The write's arguments in canonical form, its intent key, and its first result if the intent already ran.
+
+        Raises:
+            PumpOpsError: the write's declared check refuses input it could never carry out.
+        """
+        function = context.function
+        name = function.fully_qualified_name
+        arguments = dict(context.arguments)
+        intent = intent_key(call.principal, call.session, name, arguments)
+        first = await self._store.executed_result(intent)
+        if first is None:
+            # Input the write could never carry out is refused here, not parked; the rest in canonical form
+            # ("pump-007 " is PUMP-007), so spelling variants of one intent are one approval.
+            canonical = await check_write(function, arguments)
+            if canonical != arguments:
+                arguments = canonical
+                context.arguments.update(canonical)
+                intent = intent_key(call.principal, call.session, name, arguments)
+                first = await self._store.executed_result(intent)
+        return arguments, intent, first
+
+    async def _park(
+        self,
+        context: FunctionInvocationContext,
+        arguments: dict[str, Any],
+        intent: str,
+        call: CallContext,
+        decision: PolicyDecision,
+    ) -> Approval | None:
+        """Park the write for approval; None, with the caller answered, when the requester has too many pending."""
+        name = context.function.fully_qualified_name
+        try:
+            return await self._store.park(
+                name,
+                arguments,
+                intent=intent,
+                requested_by=call.principal,
+                session=call.session,
+                expiry_minutes=self._settings.expiry_minutes,
+                max_pending=None if decision is PolicyDecision.ALLOW else self._settings.max_pending_per_principal,
+            )
+        except PendingLimitError as exc:  # a flood of proposals: refused (and audited as denied), never parked
+            self._answer(
+                context,
+                {
+                    "status": "denied",
+                    "function": name,
+                    "pending": exc.pending,
+                    "limit": exc.limit,
+                    "message": str(exc),
+                },
+                "denied",
+                f"{exc.pending} pending, limit {exc.limit}",
+            )
+            return None
+
     @staticmethod
     def _answer(context: FunctionInvocationContext, payload: dict[str, object], status: str, detail: str = "") -> None:
         context.result = FunctionResult(
@@ -228,6 +244,18 @@ class ApprovalGate:
             value=json.dumps(payload, separators=(",", ":")),
             metadata={STATUS_KEY: status, DETAIL_KEY: detail or None},
         )
+
+
+def _refusal(name: str, decision: PolicyDecision, *, read_only: bool) -> str | None:
+    """Why the policy refuses the call outright, as the message for the caller; None when it may go on."""
+    if decision is PolicyDecision.DENY:
+        return (
+            f"{name} is not allowed by PumpOps policy (Approval.Policy). Nothing was executed; "
+            "tell the operator to ask an administrator if it is needed."
+        )
+    if read_only and decision is not PolicyDecision.ALLOW:
+        return f"{name} is a read; Approval.Policy can allow or deny reads but not park them. Nothing was run."
+    return None
 
 
 def _replayed(first: str) -> str:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kernel_setup.errors import SettingsError
-from kernel_setup.settings import MAX_JSON_DEPTH, ChatProvider, PolicyDecision, Settings, load_settings
+from kernel_setup.settings import ChatProvider, PolicyDecision, Settings
+from kernel_setup.settings_loading import MAX_JSON_DEPTH, load_settings
 from tests.cli_process import run_pumpops
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,7 +3,8 @@
 from storage import Database
 from twin import AssetService
 from twin.iso10816 import Zone
-from twin.sample_fleet import SAMPLE_PUMPS, load_sample_fleet
+from twin.sample_fleet import load_sample_fleet
+from twin.sample_fleet_data import SAMPLE_PUMPS
 
 
 async def test_pump_007_is_zone_d_with_a_critical_vibration_alarm(db: Database) -> None:
