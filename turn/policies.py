@@ -15,9 +15,11 @@ does not need it.
   message asking what the manuals say gets the manuals search when the turn has not searched them
   (`turn.follow_up`). Only reads follow up: a second write nobody quite asked for is left to the operator.
 * **Claims without data.** An answer written before any tool ran that speaks for the plant's data or names a tool
-  ("No problems.", "There are no active alarms", "check the assets-get_system_summary": `checks.claims.data_claim`)
-  shows the model took the question to need data: it is never shown; the turn reads the details of the pumps the
-  question names (however spelled: "pump 7", "P7"), or else the fleet summary, and asks again.
+  ("No problems.", "There are no active alarms", "check the assets-get_system_summary": `checks.claims.data_claim`),
+  or states a measurement to a question about the plant, shows the model took the question to need data; so does a
+  follow-up's answer, written before the turn's first call, with a number or id no earlier result holds. It is never
+  shown: the turn reads the details of the pumps the question names (however spelled: "pump 7", "P7"), or else the
+  fleet summary, and asks again.
 * **Parked actions.** A round whose every call was parked for a supervisor is answered by code, with the gate's own
   approval ids: "Waiting for a supervisor's approval as APR-…; nothing has been done yet." No model call can leave
   the id out, invent one or promise a run.
@@ -43,7 +45,9 @@ from semantic_kernel.exceptions import KernelException
 from chat.mentions import tool_schemas
 from checks.claims import data_claim, measurement
 from checks.evidence import Evidence
+from checks.grounding import ungrounded_numbers
 from checks.reassurance import asks_for_reassurance
+from checks.record_ids import ungrounded_ids
 from checks.safety import asks_to_keep_running, pump_ids
 from checks.scope import off_topic
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL, PUMP_DETAILS_TOOL
@@ -80,22 +84,37 @@ class TurnPolicies:
         return [policy_call(self.status_tool, {})]
 
     def claim_calls(
-        self, answer: ChatMessageContent, question: str, kernel: Kernel, domain: Collection[str] = frozenset()
+        self,
+        answer: ChatMessageContent,
+        question: str,
+        kernel: Kernel,
+        domain: Collection[str] = frozenset(),
+        earlier: Sequence[str] = (),
     ) -> list[FunctionCallContent]:
-        """The reads an answer written before any tool ran calls for, when it speaks for data (`data_claim`).
+        """The reads an answer written before this turn's first call calls for, when it speaks for data.
 
-        A measurement (`checks.claims.measurement`) counts when the question is about the plant (not
-        `checks.scope.off_topic` with ``domain``, the words of the tools and the session's earlier reads): "Sunny and
-        21 °C" answers the weather, and the scope check refuses it. The reads: the details of each pump the question
-        names; a question naming none, the fleet summary.
+        In a conversation that has read nothing: a claim (`checks.claims.data_claim`), or a measurement
+        (`checks.claims.measurement`) to a question about the plant (not `checks.scope.off_topic` with ``domain``, the
+        words of the tools and the session's earlier reads: "Sunny and 21 °C" answers the weather, and the scope check
+        refuses it). After earlier turns read results (``earlier``, their texts): a number or id of the answer that
+        none of them holds (`checks.grounding.ungrounded_numbers`, `checks.record_ids.ungrounded_ids`: "And on pump
+        5?" answered "2.8 mm/s" from nowhere). The reads: the details of each pump the question names; a question
+        naming none, the fleet summary.
         """
         if not self.claim_check or not _is_read(kernel, self.status_tool):
             return []
         names = [m.fully_qualified_name for m in kernel.get_full_list_of_function_metadata()]
         text = answer.content or ""
-        claimed = data_claim(text, names, asked=question) is not None or (
-            measurement(text) is not None and off_topic(question, Evidence(), domain) is None
-        )
+        about_plant = off_topic(question, Evidence(), domain) is None
+        if earlier:
+            unbacked = ungrounded_numbers(text, Evidence.of(earlier), question) or ungrounded_ids(
+                text, earlier, question
+            )
+            claimed = bool(unbacked) and about_plant
+        else:
+            claimed = data_claim(text, names, asked=question) is not None or (
+                measurement(text) is not None and about_plant
+            )
         if not claimed:
             return []
         named = pump_ids(question) if _is_read(kernel, self.details_tool) else []

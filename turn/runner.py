@@ -181,9 +181,10 @@ class TurnRunner:
                 number, turn.usage.prompt_tokens, turn.usage.completion_tokens, turn.usage.estimated
             )
             calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
-            # An answer written before the conversation read any data.
-            unread = not (calls or last) and not any(m.role == AuthorRole.TOOL for m in chat.messages)
-            claim = self._policies.claim_calls(message, question, self._kernel, turn.domain) if unread else []
+            # An answer written before this turn read any data: judged against what the session read before.
+            unread = not (calls or last or turn.records)
+            earlier = [items_text(m) for m in chat.messages if m.role == AuthorRole.TOOL]
+            claim = self._policies.claim_calls(message, question, self._kernel, turn.domain, earlier) if unread else []
             if calls:
                 chat.add_message(message)
                 new_messages.append(message)

@@ -51,22 +51,33 @@ class Driver(Protocol):
 
     name: str
 
-    async def run(self, settings: Settings, question: str, moves: list[Move]) -> Outcome:
-        """Run ``question`` with the model making ``moves`` in order."""
+    async def run(
+        self, settings: Settings, question: str, moves: list[Move], earlier: tuple[str, list[Move]] | None = None
+    ) -> Outcome:
+        """Run ``question`` with the model making ``moves`` in order, after ``earlier``'s turn in the same session."""
         ...
 
 
 class OllamaDriver:
     name = "ollama"
 
-    async def run(self, settings: Settings, question: str, moves: list[Move]) -> Outcome:
-        steps = [reply(tool_calls=[call(m.name, **m.arguments)]) if isinstance(m, Call) else reply(m) for m in moves]
-        fake = ScriptedOllama(list(steps))
+    async def run(
+        self, settings: Settings, question: str, moves: list[Move], earlier: tuple[str, list[Move]] | None = None
+    ) -> Outcome:
+        fake = ScriptedOllama([_ollama_step(m) for m in [*(earlier[1] if earlier else []), *moves]])
         async with open_app(settings, chat_transport=fake.transport()) as app:
-            result = await runner_for(app).run(question)
+            runner = runner_for(app)
+            if earlier:
+                await runner.run(earlier[0], session="s1")
+            asked = len(fake.requests)
+            result = await runner.run(question, session="s1")
         assert fake.steps == [], "the turn did not ask the model for every scripted move"
-        shown = [json.dumps(r["messages"], ensure_ascii=False) for r in fake.requests]
-        return Outcome(result, len(fake.requests), shown)
+        shown = [json.dumps(r["messages"], ensure_ascii=False) for r in fake.requests[asked:]]
+        return Outcome(result, len(fake.requests) - asked, shown)
+
+
+def _ollama_step(move: Move) -> dict[str, Any]:
+    return reply(tool_calls=[call(move.name, **move.arguments)]) if isinstance(move, Call) else reply(move)
 
 
 class _Engine(ScoringEngine):
@@ -79,10 +90,12 @@ class _Engine(ScoringEngine):
 class LocalDriver:
     name = "local"
 
-    async def run(self, settings: Settings, question: str, moves: list[Move]) -> Outcome:
+    async def run(
+        self, settings: Settings, question: str, moves: list[Move], earlier: tuple[str, list[Move]] | None = None
+    ) -> Outcome:
         completions: list[str | list[str] | Exception] = []
         scores: list[float] = []
-        for move in moves:
+        for move in [*(earlier[1] if earlier else []), *moves]:
             if isinstance(move, Call):  # routed above the line, the call written freely
                 scores.append(-0.4)
                 completions.append(f'{move.name}", "arguments": {json.dumps(dict(move.arguments))}}}')
@@ -91,9 +104,12 @@ class LocalDriver:
         engine = _Engine(completions, scores=scores)
         async with open_app(settings) as app:
             runner = local_runner(app, engine)
-            result = await runner.run(question)
+            if earlier:
+                await runner.run(earlier[0], session="s1")
+            asked = len(engine.requests)
+            result = await runner.run(question, session="s1")
         assert engine.steps == [], "the turn did not ask the model for every scripted move"
-        return Outcome(result, len(engine.requests), [r["prompt"] for r in engine.requests])
+        return Outcome(result, len(engine.requests) - asked, [r["prompt"] for r in engine.requests[asked:]])
 
 
 @pytest.fixture(params=[OllamaDriver(), LocalDriver()], ids=lambda d: d.name)
@@ -275,3 +291,24 @@ async def test_a_question_whether_a_named_pump_may_keep_running_reads_its_zone_a
     ]
     assert [(c.check, c.action) for c in outcome.result.corrections][-1] == ("unsafe_reassurance", "replaced")
     assert "zone D" in outcome.result.answer and "Yes" not in outcome.result.answer
+
+
+async def test_a_follow_up_answered_with_a_number_no_earlier_result_holds_reads_the_pump_it_names(
+    model: Driver, tmp_path: Path
+) -> None:
+    first: tuple[str, list[Move]] = (
+        "What's the vibration on PUMP-002?",
+        [Call("assets-get_pump_details", {"pump_id": "PUMP-002"}), "It is 3.2 mm/s."],
+    )
+    outcome = await model.run(make_settings(tmp_path), "And on pump 5?", ["It is 2.8 mm/s.", "It is 3.9 mm/s."], first)
+    assert calls_of(outcome.result) == [("assets-get_pump_details", {"pump_id": "PUMP-005"}, "ok")]
+    assert outcome.result.answer == "It is 3.9 mm/s." and "It is 2.8 mm/s." not in outcome.shown[1]
+
+
+async def test_a_follow_up_answered_from_what_the_session_read_stands(model: Driver, tmp_path: Path) -> None:
+    first: tuple[str, list[Move]] = (
+        "What's the vibration on PUMP-002?",
+        [Call("assets-get_pump_details", {"pump_id": "PUMP-002"}), "It is 3.2 mm/s."],
+    )
+    outcome = await model.run(make_settings(tmp_path), "Was that above 3?", ["Yes: 3.2 mm/s."], first)
+    assert outcome.result.tool_calls == [] and outcome.result.answer == "Yes: 3.2 mm/s." and outcome.model_calls == 1
