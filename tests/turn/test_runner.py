@@ -393,4 +393,6 @@ async def test_a_record_id_the_session_never_read_is_ungrounded(settings: Settin
     assert later.corrections == []
     invented = ScriptedOllama([reply("It is on PUMP-003."), reply("It is on PUMP-007.")])
     again = await run_turn(settings, invented, "Which pump?", session=result.session)
-    assert [(c.finding, c.action) for c in again.corrections] == [("PUMP-003", "retried")]
+    # Written before the turn's first call, with an id no earlier result holds: never shown; the turn reads first.
+    assert [c.name for c in again.tool_calls] == ["assets-get_system_summary"] and again.corrections == []
+    assert again.answer == "It is on PUMP-007." and "PUMP-003" not in json.dumps(invented.requests[1]["messages"])
