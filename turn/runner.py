@@ -7,6 +7,8 @@ The turn's policies act around the model's own choices (`turn.policies`). Bounds
 detection; hitting one ends the turn with ``degraded`` and the reason, never a hang.
 
 Each result is added once to the turn's `checks.evidence.Evidence` as it arrives; the answer checks read that.
+With ``Agent.StructuredAnswers`` the model's answer after data is asked for once more as JSON citing that evidence's
+records, and code writes the answer from them (`turn.structured`).
 Nothing failing is shown: the text of every model round is held back, never streamed as it comes. A round that
 calls tools is not the answer, and its text is dropped; the answer round is checked when it ends
 (`turn.acting.settle_answer`) and then released, in the pieces the model streamed when it passed as written, or
@@ -19,9 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
+from typing import Any
 
 import httpx
 import ollama
@@ -35,6 +38,7 @@ from semantic_kernel.contents.function_call_content import FunctionCallContent
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.exceptions import KernelException, ServiceException
 
+from chat.response_format import with_response_format
 from checks.evidence import Evidence
 from core.errors import PumpOpsError
 from governance.audit_log import RejectionRecorder
@@ -45,6 +49,7 @@ from kernel_setup.shaping import STATUS_QUESTION, fence, new_marker, system_prom
 from turn.acting import Settled, TurnFacts, settle_answer
 from turn.calls import MAX_CALLS_PER_MESSAGE, ToolCalls
 from turn.events import (
+    Correction,
     ModelCallFinished,
     ModelCallStarted,
     TextDelta,
@@ -65,6 +70,7 @@ from turn.messages import (
 )
 from turn.policies import TurnPolicies
 from turn.sessions import SessionStore, new_session_id, trim_history
+from turn.structured import structured_answer
 from turn.tokens import estimate_tokens
 
 TRUNCATION_RATIO = 0.5
@@ -140,6 +146,7 @@ class TurnRunner:
         chat.add_message(user := ChatMessageContent(role=AuthorRole.USER, content=question))
         new_messages: list[ChatMessageContent] = [user]
         answer, pieces = "", list[TextDelta]()
+        structured: list[Correction] = []
         guard = TurnGuard()
         with acting_as(CallContext(principal=principal, session=session_id, door=door)), guarding(guard):
             if opening := self._policies.opening_calls(question, self._kernel):
@@ -183,6 +190,13 @@ class TurnRunner:
                     answer, pieces = message.content or "", held
                     if not answer.strip():
                         turn.degraded_reason = turn.degraded_reason or "the model returned an empty answer"
+                    elif self._agent.structured_answers:  # the model cites records; code writes the answer
+                        shaped = await structured_answer(
+                            turn.evidence, answer, lambda ask, schema: self._ask_formatted(chat, ask, schema, turn)
+                        )
+                        if shaped.answer != answer:
+                            answer, pieces = shaped.answer, []  # shown whole once checked
+                        structured = shaped.corrections
                     break
                 if (bound := self._bound_reached(turn, guard)) is not None:
                     turn.degraded_reason = bound
@@ -201,7 +215,7 @@ class TurnRunner:
         if settled.answer:
             new_messages.append(ChatMessageContent(role=AuthorRole.ASSISTANT, content=settled.answer))
         await self._sessions.append(session_id, principal, new_messages)
-        yield TurnFinished(self._result(settled, turn))
+        yield TurnFinished(self._result(settled, turn, structured))
 
     async def _policy_rounds(
         self,
@@ -256,7 +270,7 @@ class TurnRunner:
             return f"deadline of {self._agent.deadline_seconds:g} s reached"
         return None
 
-    def _result(self, settled: Settled, turn: _Turn) -> TurnResult:
+    def _result(self, settled: Settled, turn: _Turn, structured: Sequence[Correction] = ()) -> TurnResult:
         review = settled.review
         return TurnResult(
             answer=settled.answer,
@@ -268,7 +282,7 @@ class TurnRunner:
             overlooked_alarms=review.overlooked_alarms,
             misstated_severities=review.misstated_severities,
             misstated_comparisons=review.misstated_comparisons,
-            corrections=settled.corrections,
+            corrections=[*structured, *settled.corrections],
             usage=turn.usage,
             session=turn.session,
         )
@@ -278,14 +292,22 @@ class TurnRunner:
         if time.monotonic() >= turn.deadline:
             return None
         chat.add_message(ChatMessageContent(role=AuthorRole.ASSISTANT, content=answer))
+        return await self._ask_formatted(chat, request, None, turn)  # None: the evidence answers instead
+
+    async def _ask_formatted(
+        self, chat: ChatHistory, request: str, schema: Mapping[str, Any] | None, turn: _Turn
+    ) -> str | None:
+        """One more model call without tools after the user message ``request``, its answer matching ``schema``."""
+        if time.monotonic() >= turn.deadline:
+            return None
         chat.add_message(ChatMessageContent(role=AuthorRole.USER, content=request))
         message: ChatMessageContent | None = None
         try:
-            async for item in self._model_call(chat, with_tools=False, turn=turn):
+            async for item in self._model_call(chat, with_tools=False, turn=turn, schema=schema):
                 if not isinstance(item, TextDelta):
                     message = item
         except (TimeoutError, ChatServiceError):
-            return None  # the evidence answers instead
+            return None
         return message.content if message is not None else None
 
     def _tool_descriptions(self) -> list[str]:
@@ -296,9 +318,11 @@ class TurnRunner:
         return texts
 
     async def _model_call(
-        self, chat: ChatHistory, *, with_tools: bool, turn: _Turn
+        self, chat: ChatHistory, *, with_tools: bool, turn: _Turn, schema: Mapping[str, Any] | None = None
     ) -> AsyncIterator[TextDelta | ChatMessageContent]:
         settings = self._execution_settings.model_copy(deep=True)
+        if schema is not None:
+            settings = with_response_format(settings, schema)
         settings.function_choice_behavior = FunctionChoiceBehavior.Auto(auto_invoke=False) if with_tools else None
         chunks: list[StreamingChatMessageContent] = []
         sent_estimate = estimate_tokens("".join(str(m.content or "") + items_text(m) for m in chat.messages))

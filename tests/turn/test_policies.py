@@ -19,7 +19,7 @@ from chat.local.qwen_format import STATUS_NOTE
 from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
-from tests.fakes.llama import ScoringEngine, local_runner
+from tests.fakes.llama import ScoringEngine, Step, local_runner
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from turn.events import TurnResult
 from turn.factory import runner_for
@@ -80,7 +80,7 @@ class LocalDriver:
     name = "local"
 
     async def run(self, settings: Settings, question: str, moves: list[Move]) -> Outcome:
-        completions: list[str | list[str] | Exception] = []
+        completions: list[Step] = []
         scores: list[float] = []
         for move in moves:
             if isinstance(move, Call):  # routed above the line, the call written freely
