@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 MAX_RECORDS = 40
-"""At most this many records are shown to the model (about 15 tokens each)."""
+"""At most this many records are shown to the model (a line of some 15 to 40 tokens each)."""
 MAX_CLAIMS = 6
 NOTE_CHARS = 120
 NO_DIGITS = "^[^0-9]*$"
