@@ -10,7 +10,8 @@ whose digits the schema forbids. `render_answer` writes the answer: the note, th
 (`checks.sentences`, the same sentences the fallback answer uses), so every number and id in it is copied from
 the tool results. What the reply gets wrong is dropped and said (`RenderedAnswer.dropped`): a claim citing no
 record of this turn, a note holding digits (a server that does not enforce the schema). No claim at all gives a
-plain sentence saying the results hold nothing that answers the question, after the note if there is one.
+plain sentence saying the results hold nothing that answers the question, after the note if there is one; claims
+that all cite records the turn lacks give no answer (the turn keeps the model's own).
 
 The records, in this order (at most `MAX_RECORDS`): the turn's writes, calls that failed, each pump's ISO 10816-3
 zone, the alarms listed, the pumps and work orders the results describe, trends, manual passages, each result's own
@@ -140,7 +141,11 @@ def answer_request(records: Sequence[AnswerRecord]) -> str:
 
 
 def render_answer(reply: str, records: Sequence[AnswerRecord]) -> RenderedAnswer | None:
-    """The answer written from the model's ``reply``; None when the reply is not JSON of the shape asked for."""
+    """The answer written from the model's ``reply``.
+
+    None when the reply is not JSON of the shape asked for, or every claim in it cites a record the turn lacks (a
+    reply about other records is no answer to write out). A claim written as the bare id (``"E2"``) counts.
+    """
     data = _json_object(reply)
     claims = data.get("claims") if data is not None else None
     if data is None or not isinstance(claims, list):
@@ -149,13 +154,15 @@ def render_answer(reply: str, records: Sequence[AnswerRecord]) -> RenderedAnswer
     cited: list[str] = []
     dropped: list[str] = []
     for claim in claims:
-        wanted = claim.get("record") if isinstance(claim, Mapping) else None
+        wanted = claim.get("record") if isinstance(claim, Mapping) else claim
         if not isinstance(wanted, str) or wanted.strip().upper() not in by_id:
             named = wanted if isinstance(wanted, str) else repr(claim)
             dropped.append(f"{named} is no record of this turn's results")
             continue
         if (key := wanted.strip().upper()) not in cited:
             cited.append(key)
+    if claims and not cited:
+        return None
     if len(cited) > MAX_CLAIMS:
         dropped.append(f"claims after the first {MAX_CLAIMS} ({', '.join(cited[MAX_CLAIMS:])})")
         cited = cited[:MAX_CLAIMS]

@@ -7,12 +7,14 @@ grammar. The operator is shown what code writes from the cited records (every nu
 and that answer passes the answer checks like any other (`turn.acting`).
 
 The model's own answer (the round that ended its calls) stands, checked as ever, when the turn read nothing (no
-record to cite), when no structured reply came (deadline, service failure) or when the reply is not the JSON asked
-for. What happened is in the turn's corrections under the check ``structured_answer``:
+record to cite), when no structured reply came (deadline, service failure), or when the reply is not the JSON asked
+for or cites only records the turn lacks. What happened is in the turn's corrections, under the check
+``structured_answer``:
 
 * ``written``: the answer was written from the cited records (the finding lists them);
 * ``dropped``: part of the reply was left out (a claim citing no record of this turn, a note holding digits);
-* ``kept_text``: no usable reply; the model's own answer was kept.
+* ``kept_text``: no usable reply (none came, not the JSON asked for, or citing only records the turn lacks); the
+  model's own answer was kept.
 """
 
 from __future__ import annotations
@@ -49,7 +51,11 @@ async def structured_answer(evidence: Evidence, draft: str, ask: AskFormatted) -
     reply = await ask(answer_request(records), answer_schema([r.id for r in records]))
     rendered = render_answer(reply, records) if reply is not None else None
     if rendered is None:
-        why = "no structured reply came" if reply is None else f"the reply is not the JSON asked for: {reply[:80]!r}"
+        why = (
+            "no structured reply came"
+            if reply is None
+            else f"the reply is not the JSON asked for, or cites only records this turn lacks: {reply[:80]!r}"
+        )
         return Structured(draft, [Correction(check=CHECK, finding=why, action="kept_text")])
     cited = f"cited {', '.join(rendered.cited)}" if rendered.cited else "cited no record"
     notes = [Correction(check=CHECK, finding=cited, action="written")]

@@ -121,6 +121,13 @@ def test_a_claim_citing_no_record_of_the_turn_is_dropped_and_said() -> None:
     assert rendered.dropped == ["E7 is no record of this turn's results"] and rendered.cited == ["E1"]
 
 
+def test_a_reply_whose_every_claim_cites_a_record_the_turn_lacks_is_no_answer_but_a_bare_id_counts() -> None:
+    records = answer_records(Evidence.of([json.dumps({"pump_id": "PUMP-006", "status": "offline"})]))
+    assert render_answer(reply("E7", "E8"), records) is None
+    bare = render_answer(json.dumps({"claims": ["e1"], "note": ""}), records)
+    assert bare is not None and bare.text == "PUMP-006: status offline." and bare.dropped == []
+
+
 def test_a_note_with_digits_is_dropped_and_the_records_still_answer() -> None:
     records = answer_records(Evidence.of([json.dumps({"pump_id": "PUMP-006", "status": "offline"})]))
     rendered = render_answer(reply("E1", note="Pump 6 is at 0.37 in/s"), records)
