@@ -30,6 +30,7 @@ from chat.local.llama_check import self_test_verdict
 from chat.local.llama_engine import llama_available, load_engine
 from chat.local.service import LocalChatCompletion
 from chat.local.settings import LocalChatPromptExecutionSettings, Relevance
+from chat.response_format import response_format, with_response_format
 from kernel_setup.settings import ChatProvider, Settings
 
 __all__ = [
@@ -174,9 +175,12 @@ class AutoChatCompletion(ChatCompletionClientBase):
         return self._backend
 
     async def _delegate(self, settings: PromptExecutionSettings) -> tuple[ChatBackend, PromptExecutionSettings]:
+        """The chosen backend, and its own request options with what the turn set per request."""
         backend = await self.backend()
         own = backend.execution_settings.model_copy(deep=True)
         own.function_choice_behavior = settings.function_choice_behavior
+        if (schema := response_format(settings)) is not None:
+            own = with_response_format(own, schema)
         return backend, own
 
     async def get_chat_message_contents(

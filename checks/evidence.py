@@ -13,7 +13,9 @@ is read, once per result. From the parsed value the evidence keeps, typed:
   ``iso_zone``), else computed by `twin.iso10816.assess` from its vibration and its machine group and foundation;
 * ``actions``: every write of the turn, executed (status ``ok``) or parked (``pending_approval`` with its approval
   id), named by its tool, with the record ids its result gives;
-* ``passages``: manual passages (title, section, similarity score, text).
+* ``passages``: manual passages (title, section, similarity score, text);
+* ``trends``: every sensor trend (an object with a ``slope_per_day`` or a ``projection``): its pump, measurement,
+  window, latest value, range, slope and projection against the alarm threshold.
 
 Text that is not JSON stays text: the checks read it as prose.
 """
@@ -33,18 +35,21 @@ from twin.iso10816 import ZONE_MEANING, Zone, assess
 from twin.models import Foundation
 
 __all__ = [
+    "ID_FIELDS",
     "Action",
     "AlarmFact",
     "Evidence",
     "Passage",
     "Reading",
     "ToolResult",
+    "Trend",
     "ZoneFact",
     "canonical_id",
     "parse_result",
 ]
 
-_ID_FIELDS = ("alarm_id", "work_order_id", "approval_id", "pump_id")  # most specific first
+ID_FIELDS = ("alarm_id", "work_order_id", "approval_id", "pump_id")
+"""The fields that name a record, most specific first (an alarm object names a pump too)."""
 _NOT_JSON = object()
 
 
@@ -147,6 +152,24 @@ class Passage:
     text: str
 
 
+@dataclass(frozen=True)
+class Trend:
+    """A sensor's trend over a window, with its projection against the alarm threshold."""
+
+    pump: str
+    quantity: str
+    unit: str | None
+    window_days: int | None
+    latest: float | None
+    minimum: float | None
+    maximum: float | None
+    slope_per_day: float | None
+    threshold: float | None
+    projection: str | None
+    crossing_date: str | None
+    days_until_crossing: float | None
+
+
 @dataclass
 class Evidence:
     """The typed facts of one turn's tool results (see the module docstring)."""
@@ -159,6 +182,7 @@ class Evidence:
     zones: dict[str, ZoneFact] = field(default_factory=dict)
     actions: list[Action] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
+    trends: list[Trend] = field(default_factory=list)
 
     @classmethod
     def of(cls, texts: Iterable[str]) -> Evidence:
@@ -184,7 +208,7 @@ class Evidence:
         if effect is Effect.WRITE:
             payload = data if isinstance(data, dict) else {}
             approval = payload.get("approval_id")
-            ids = tuple(canonical_id(str(payload[k])) for k in _ID_FIELDS if isinstance(payload.get(k), str))
+            ids = tuple(canonical_id(str(payload[k])) for k in ID_FIELDS if isinstance(payload.get(k), str))
             valid = approval if isinstance(approval, str) and APPROVAL_ID.fullmatch(approval) else None
             self.actions.append(Action(tool, status, valid, ids))
         return result
@@ -204,7 +228,7 @@ class Evidence:
 
     def _file(self, data: Any) -> None:
         for node, context in _objects(data):
-            own = next((k for k in _ID_FIELDS if isinstance(node.get(k), str) and node[k].strip()), None)
+            own = next((k for k in ID_FIELDS if isinstance(node.get(k), str) and node[k].strip()), None)
             if own is not None:
                 scalars = {k: v for k, v in node.items() if not isinstance(v, dict | list)}
                 self.records.setdefault(canonical_id(node[own]), {}).update(scalars)
@@ -212,6 +236,7 @@ class Evidence:
             self._file_reading(node, context)
             self._file_zone(node, context)
             self._file_passage(node)
+            self._file_trend(node, context)
             counts = node.get("active_alarms_by_severity")
             if isinstance(counts, dict):
                 for severity, count in counts.items():
@@ -276,6 +301,28 @@ class Evidence:
         if isinstance(title, str) and isinstance(text, str) and isinstance(score, int | float):
             self.passages.append(Passage(title, _text(node.get("section")), float(score), text))
 
+    def _file_trend(self, node: dict[str, Any], context: dict[str, Any]) -> None:
+        pump, quantity = context.get("pump_id"), context.get("sensor_type")
+        if not ("slope_per_day" in node or "projection" in node) or not (isinstance(pump, str) and quantity):
+            return
+        window = node.get("window_days")
+        self.trends.append(
+            Trend(
+                pump=canonical_id(pump),
+                quantity=str(quantity),
+                unit=_text(context.get("unit")),
+                window_days=window if isinstance(window, int) and not isinstance(window, bool) else None,
+                latest=_number(node.get("latest")),
+                minimum=_number(node.get("min")),
+                maximum=_number(node.get("max")),
+                slope_per_day=_number(node.get("slope_per_day")),
+                threshold=_number(context.get("alarm_threshold")),
+                projection=_text(node.get("projection")),
+                crossing_date=_text(node.get("projected_crossing_date")),
+                days_until_crossing=_number(node.get("days_until_crossing")),
+            )
+        )
+
     def _compute_zones(self) -> None:
         """Zones the results do not give, from a pump's latest vibration and its machine group and foundation."""
         for pump, fields in self.records.items():
@@ -312,3 +359,7 @@ def _objects(data: Any) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from checks.evidence import Evidence, Reading, canonical_id
 from checks.record_ids import RECORD_ID
 from checks.review import Finding
+from checks.sentences import NOTHING_DONE, action_sentence, alarm_phrase, reading_sentence, zone_sentence
 from twin.iso10816 import Zone
 
 __all__ = ["evidence_answer"]
@@ -29,7 +30,7 @@ def evidence_answer(evidence: Evidence, findings: Sequence[Finding], question: s
     lines += _zones(evidence)
     lines += _alarms(evidence)
     if "misstated_comparisons" in checks:
-        lines += _readings(evidence, [question, *(f.finding for f in findings)])
+        lines += [reading_sentence(r) for r in _readings(evidence, [question, *(f.finding for f in findings)])]
     if len(lines) == 1:
         ran = sorted({r.tool for r in evidence.results if r.tool})
         lines.append(f"Tools run: {', '.join(ran)}." if ran else "No tool ran in this turn.")
@@ -37,61 +38,30 @@ def evidence_answer(evidence: Evidence, findings: Sequence[Finding], question: s
 
 
 def _actions(evidence: Evidence, *, told_nothing: bool) -> list[str]:
-    lines = []
-    for action in evidence.actions:
-        approval = f" (approval {action.approval_id})" if action.approval_id else ""
-        subject = f" for {', '.join(action.records)}" if action.records else ""
-        if action.executed:
-            lines.append(f"Executed: {action.tool}{subject}{approval}.")
-        elif action.parked:
-            lines.append(
-                f"Submitted for a supervisor's approval, not yet carried out: {action.tool}{approval}. "
-                "A supervisor decides it with `pumpops approvals`."
-            )
-        else:
-            lines.append(f"Not carried out: {action.tool} ({action.status}).")
+    lines = [action_sentence(action) for action in evidence.actions]
     if told_nothing and not any(a.executed for a in evidence.actions):
-        lines.append(
-            "No action was carried out in this turn. Approving parked actions is a supervisor's decision "
-            "(`pumpops approvals`), and nothing here starts, stops or resets equipment."
-        )
+        lines.append(NOTHING_DONE)
     return lines
 
 
 def _zones(evidence: Evidence) -> list[str]:
-    lines = []
-    for zone in sorted(evidence.zones.values(), key=lambda z: (z.zone.value, z.pump), reverse=True):
-        if zone.zone not in (Zone.C, Zone.D):
-            continue
-        value = f"vibration {zone.value_mm_s:g} mm/s, " if zone.value_mm_s is not None else ""
-        lines.append(f"{zone.pump}: {value}ISO 10816-3 zone {zone.zone.value} ({zone.meaning}).")
-    return lines
+    zones = sorted(evidence.zones.values(), key=lambda z: (z.zone.value, z.pump), reverse=True)
+    return [zone_sentence(zone) for zone in zones if zone.zone in (Zone.C, Zone.D)]
 
 
 def _alarms(evidence: Evidence) -> list[str]:
     alarms = evidence.active_alarms()
     if not alarms:
         return []
-    told = []
-    for alarm in alarms[:_MAX_ALARMS]:
-        if alarm.alarm_id is None:
-            told.append(alarm.describe())
-            continue
-        on = f" on {alarm.pump}" if alarm.pump else ""
-        what = f", {alarm.quantity.replace('_', ' ')}" if alarm.quantity else ""
-        told.append(f"{alarm.alarm_id} ({alarm.severity}){on}{what}")
+    told = [alarm_phrase(alarm) for alarm in alarms[:_MAX_ALARMS]]
     more = f" and {len(alarms) - _MAX_ALARMS} more" if len(alarms) > _MAX_ALARMS else ""
     return [f"Active alarms, most severe first: {'; '.join(told)}{more}."]
 
 
-def _readings(evidence: Evidence, texts: Sequence[str]) -> list[str]:
+def _readings(evidence: Evidence, texts: Sequence[str]) -> list[Reading]:
     named = {canonical_id(m.group(0)) for t in texts for m in RECORD_ID.finditer(t) if m.group("kind")}
     latest: dict[tuple[str, str], Reading] = {}
     for reading in evidence.readings:
         if reading.pump in named and reading.unit is not None:
             latest.setdefault((reading.pump, reading.quantity), reading)
-    lines = []
-    for (pump, quantity), reading in sorted(latest.items())[:_MAX_READINGS]:
-        threshold = f" (alarm threshold {reading.threshold:g})" if reading.threshold is not None else ""
-        lines.append(f"{pump} {quantity.replace('_', ' ')}: {reading.value:g} {reading.unit}{threshold}.")
-    return lines
+    return [reading for _, reading in sorted(latest.items())[:_MAX_READINGS]]

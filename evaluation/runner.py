@@ -41,7 +41,8 @@ from kernel_setup.app import AppContext, ollama_client, open_app
 from kernel_setup.manuals import document_index
 from kernel_setup.settings import ChatProvider, DatabaseSettings, Settings
 from memory import DocumentIndex
-from turn.runner import ChatServiceError, TurnRunner
+from turn.errors import ChatServiceError
+from turn.runner import TurnRunner
 from turn.sessions import SessionStore
 
 __all__ = ["EvalRun", "run_eval", "throwaway_settings"]

@@ -133,6 +133,7 @@ class EvalReport(BaseModel):
     seeds: list[int | None]
     warmup_s: float | None = None  # the unscored first turn (model load, first prompt read); latencies exclude it
     machine_rates: list[MachineRates] = Field(default_factory=list)  # the local model's only
+    structured_answers: bool = False  # Agent.StructuredAnswers: the model cited records and code wrote the answers
     categories: list[CategoryScore]
     splits: list[SplitScore] = Field(default_factory=list)
     trials: list[TrialScore]
@@ -338,6 +339,7 @@ def score_report(
     warmup_s: float | None = None,
     machine_rates: Sequence[MachineRates] = (),
     split: str = "all",
+    structured_answers: bool = False,
 ) -> EvalReport:
     """Score every transcript and aggregate per category and overall, for all of them and per split (pure).
 
@@ -359,6 +361,7 @@ def score_report(
         seeds=list(seeds),
         warmup_s=warmup_s,
         machine_rates=list(machine_rates),
+        structured_answers=structured_answers,
         categories=_by_category(trials, k),
         splits=splits,
         trials=trials,

@@ -97,9 +97,9 @@ class TurnPolicies:
         (`checks.claims.measurement`) to a question about the plant (not `checks.scope.off_topic` with ``domain``, the
         words of the tools and the session's earlier reads: "Sunny and 21 °C" answers the weather, and the scope check
         refuses it). After earlier turns read results (``earlier``, their texts): a number or id of the answer that
-        none of them holds (`checks.grounding.ungrounded_numbers`, `checks.record_ids.ungrounded_ids`: "And on pump
-        5?" answered "2.8 mm/s" from nowhere). The reads: the details of each pump the question names; a question
-        naming none, the fleet summary.
+        none of them holds (`checks.grounding.ungrounded_numbers`, `checks.record_ids.ungrounded_ids`: a value for
+        another pump than the one read, from nowhere). The reads: the details of each pump the question names; a
+        question naming none, the fleet summary.
         """
         if not self.claim_check or not _is_read(kernel, self.status_tool):
             return []

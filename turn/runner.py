@@ -7,6 +7,8 @@ The turn's policies act around the model's own choices (`turn.policies`). Bounds
 detection; hitting one ends the turn with ``degraded`` and the reason, never a hang.
 
 Each result is added once to the turn's `checks.evidence.Evidence` as it arrives; the answer checks read that.
+With ``Agent.StructuredAnswers`` the model's answer after data is asked for once more as JSON citing that evidence's
+records, and code writes the answer from them (`turn.structured`).
 Nothing failing is shown: the text of every model round is held back, never streamed as it comes. A round that
 calls tools is not the answer, and its text is dropped; the answer round is checked when it ends
 (`turn.acting.settle_answer`) and then released, in the pieces the model streamed when it passed as written, or
@@ -19,9 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
+from typing import Any
 
 import httpx
 import ollama
@@ -35,9 +38,9 @@ from semantic_kernel.contents.function_call_content import FunctionCallContent
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.exceptions import KernelException, ServiceException
 
+from chat.response_format import with_response_format
 from checks.evidence import Evidence
 from checks.scope import domain_words
-from core.errors import PumpOpsError
 from governance.audit_log import RejectionRecorder
 from governance.identity import CallContext, acting_as
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
@@ -45,7 +48,9 @@ from kernel_setup.settings import AgentSettings
 from kernel_setup.shaping import STATUS_QUESTION, fence, new_marker, system_prompt, truncate
 from turn.acting import Settled, TurnFacts, settle_answer
 from turn.calls import ToolCalls
+from turn.errors import ChatServiceError
 from turn.events import (
+    Correction,
     ModelCallFinished,
     ModelCallStarted,
     TextDelta,
@@ -66,14 +71,9 @@ from turn.messages import (
 )
 from turn.policies import TurnPolicies
 from turn.sessions import SessionStore, new_session_id, trim_history
-from turn.tokens import estimate_tokens
+from turn.structured import structured_answer
+from turn.tokens import count_usage, estimate_tokens
 from turn.units import Conversion, asked_conversions
-
-TRUNCATION_RATIO = 0.5
-
-
-class ChatServiceError(PumpOpsError):
-    """The chat model could not be reached or answered badly."""
 
 
 @dataclass
@@ -92,6 +92,7 @@ class _Turn:
     pieces: list[TextDelta] = field(default_factory=list)  # the answer as the model streamed it, held back
     conversions: tuple[Conversion, ...] = ()  # the units the operator asked for (`turn.units`)
     domain: frozenset[str] = frozenset()  # the words of the plant: the tools' and the session's (`checks.scope`)
+    structured: list[Correction] = field(default_factory=list)  # what the structured answer step did
 
 
 class TurnRunner:
@@ -163,7 +164,7 @@ class TurnRunner:
         if settled.answer:
             new_messages.append(ChatMessageContent(role=AuthorRole.ASSISTANT, content=settled.answer))
         await self._sessions.append(session_id, principal, new_messages)
-        yield TurnFinished(self._result(settled, turn))
+        yield TurnFinished(self._result(settled, turn, turn.structured))
 
     async def _rounds(
         self, question: str, chat: ChatHistory, new_messages: list[ChatMessageContent], turn: _Turn, guard: TurnGuard
@@ -201,6 +202,13 @@ class TurnRunner:
                 turn.answer, turn.pieces = message.content or "", held
                 if not turn.answer.strip():
                     turn.degraded_reason = turn.degraded_reason or "the model returned an empty answer"
+                elif self._agent.structured_answers:  # the model cites records; code writes the answer
+                    shaped = await structured_answer(
+                        turn.evidence, turn.answer, lambda ask, schema: self._ask_formatted(chat, ask, schema, turn)
+                    )
+                    if shaped.answer != turn.answer:
+                        turn.answer, turn.pieces = shaped.answer, []  # shown whole once checked
+                    turn.structured = shaped.corrections
                 return
             if (bound := self._bound_reached(turn, guard)) is not None:
                 turn.degraded_reason = bound
@@ -211,12 +219,12 @@ class TurnRunner:
                 )
 
     async def _held_model_call(
-        self, chat: ChatHistory, *, with_tools: bool, turn: _Turn
+        self, chat: ChatHistory, *, with_tools: bool, turn: _Turn, schema: Mapping[str, Any] | None = None
     ) -> tuple[ChatMessageContent, list[TextDelta]]:
         """One model call's message and its text, held back: shown only once the answer has passed its checks."""
         message: ChatMessageContent | None = None
         held: list[TextDelta] = []
-        async for item in self._model_call(chat, with_tools=with_tools, turn=turn):
+        async for item in self._model_call(chat, with_tools=with_tools, turn=turn, schema=schema):
             if isinstance(item, TextDelta):
                 held.append(item)
             else:
@@ -277,7 +285,7 @@ class TurnRunner:
             return f"deadline of {self._agent.deadline_seconds:g} s reached"
         return None
 
-    def _result(self, settled: Settled, turn: _Turn) -> TurnResult:
+    def _result(self, settled: Settled, turn: _Turn, structured: Sequence[Correction] = ()) -> TurnResult:
         review = settled.review
         return TurnResult(
             answer=settled.answer,
@@ -289,7 +297,7 @@ class TurnRunner:
             overlooked_alarms=review.overlooked_alarms,
             misstated_severities=review.misstated_severities,
             misstated_comparisons=review.misstated_comparisons,
-            corrections=settled.corrections,
+            corrections=[*structured, *settled.corrections],
             usage=turn.usage,
             session=turn.session,
         )
@@ -299,11 +307,19 @@ class TurnRunner:
         if time.monotonic() >= turn.deadline:
             return None
         chat.add_message(ChatMessageContent(role=AuthorRole.ASSISTANT, content=answer))
+        return await self._ask_formatted(chat, request, None, turn)  # None: the evidence answers instead
+
+    async def _ask_formatted(
+        self, chat: ChatHistory, request: str, schema: Mapping[str, Any] | None, turn: _Turn
+    ) -> str | None:
+        """One more model call without tools after the user message ``request``, its answer matching ``schema``."""
+        if time.monotonic() >= turn.deadline:
+            return None
         chat.add_message(ChatMessageContent(role=AuthorRole.USER, content=request))
         try:
-            message, _ = await self._held_model_call(chat, with_tools=False, turn=turn)
+            message, _ = await self._held_model_call(chat, with_tools=False, turn=turn, schema=schema)
         except (TimeoutError, ChatServiceError):
-            return None  # the evidence answers instead
+            return None
         return message.content
 
     def _tool_descriptions(self) -> list[str]:
@@ -314,9 +330,11 @@ class TurnRunner:
         return texts
 
     async def _model_call(
-        self, chat: ChatHistory, *, with_tools: bool, turn: _Turn
+        self, chat: ChatHistory, *, with_tools: bool, turn: _Turn, schema: Mapping[str, Any] | None = None
     ) -> AsyncIterator[TextDelta | ChatMessageContent]:
         settings = self._execution_settings.model_copy(deep=True)
+        if schema is not None:
+            settings = with_response_format(settings, schema)
         settings.function_choice_behavior = FunctionChoiceBehavior.Auto(auto_invoke=False) if with_tools else None
         chunks: list[StreamingChatMessageContent] = []
         sent_estimate = estimate_tokens("".join(str(m.content or "") + items_text(m) for m in chat.messages))
@@ -332,26 +350,17 @@ class TurnRunner:
         except TimeoutError:
             raise
         except (ServiceException, KernelException, ollama.ResponseError, httpx.HTTPError, OSError, ValueError) as exc:
-            raise ChatServiceError(_describe_service_error(exc)) from exc
+            raise ChatServiceError.of(exc) from exc
         turn.usage.model_calls += 1
         if not chunks:
             yield ChatMessageContent(role=AuthorRole.ASSISTANT, content="")
             return
         message = reduce(lambda a, b: a + b, chunks)
-        usage = (message.metadata or {}).get("usage")
-        prompt = getattr(usage, "prompt_tokens", None)
-        completion = getattr(usage, "completion_tokens", None)
-        if prompt is None or completion is None:
-            turn.usage.estimated = True
-            prompt = sent_estimate
-            completion = estimate_tokens((message.content or "") + items_text(message))
-        elif self._num_ctx and sent_estimate > self._num_ctx and prompt < sent_estimate * TRUNCATION_RATIO:
-            turn.degraded_reason = turn.degraded_reason or (
-                f"the prompt was truncated by the model server (reported {prompt} prompt tokens, about "
-                f"{sent_estimate} sent; Ollama.NumCtx is {self._num_ctx})"
-            )
-        turn.usage.prompt_tokens += int(prompt)
-        turn.usage.completion_tokens += int(completion)
+        written = estimate_tokens((message.content or "") + items_text(message))
+        truncated = count_usage(
+            turn.usage, (message.metadata or {}).get("usage"), sent_estimate, written, self._num_ctx
+        )
+        turn.degraded_reason = turn.degraded_reason or truncated
         yield ChatMessageContent(role=AuthorRole.ASSISTANT, items=list(message.items), metadata=message.metadata)
 
     async def _run_calls(
@@ -385,13 +394,3 @@ def _released(settled: Settled, pieces: list[TextDelta]) -> list[TextDelta]:
     """The answer as shown: in the pieces streamed when shown as written (and they are what was checked), else whole."""
     as_written = not settled.changed and "".join(p.text for p in pieces) == settled.answer
     return pieces if as_written else [TextDelta(settled.answer)] if settled.answer else []
-
-
-def _describe_service_error(exc: BaseException) -> str:
-    cause: BaseException | None = exc
-    texts: list[str] = []
-    while cause is not None and len(texts) < 4:
-        texts.append(str(cause))
-        cause = cause.__cause__ or cause.__context__
-    detail = " / ".join(t for t in texts if t)[:400]
-    return f"The chat model failed: {detail}"

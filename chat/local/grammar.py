@@ -16,14 +16,19 @@ Shapes (whitespace fixed to what Qwen2.5 writes, so constrained output stays in 
   conversation mentions and cannot be written when it mentions none (a small model otherwise fills
   filters nobody asked for); other optional values are checked after decoding
   (`Mentions.grounded`), since forcing a free string to a mentioned word distorts it;
-- `answer_grammar`: free text that does not open like a call printed as text.
+- `answer_grammar`: free text that does not open like a call printed as text;
+- `json_schema_grammar`: an answer in the JSON shape a request's response format gives (`chat.response_format`),
+  in the same fixed whitespace: objects, arrays with ``maxItems``, enums, and strings with ``maxLength`` and a
+  ``pattern`` of one negated character class (``^[^0-9]*$``: no digits, and no unicode escapes that could
+  spell one).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from chat.mentions import Mentions, tool_function
@@ -35,6 +40,7 @@ __all__ = [
     "answer_grammar",
     "call_hints",
     "call_prefix",
+    "json_schema_grammar",
     "route_grammar",
     "tool_calls_grammar",
     "tool_name_grammar",
@@ -94,9 +100,13 @@ def _value_rule(schema: Mapping[str, Any], where: str) -> str:
 
 
 def _object_rules(
-    prefix: str, parameters: Mapping[str, Any], where: str, said: Mentions | None = None
+    prefix: str,
+    parameters: Mapping[str, Any],
+    where: str,
+    said: Mentions | None = None,
+    value_rule: Callable[[Mapping[str, Any], str], str] = _value_rule,
 ) -> dict[str, str]:
-    """Rules for an arguments object; the entry rule is ``<prefix>-args``."""
+    """Rules for an arguments object; the entry rule is ``<prefix>-args``; ``value_rule`` writes each value's."""
     if parameters.get("type", "object") != "object":
         raise GrammarError(f"{where}: parameters must be an object schema.")
     properties: Mapping[str, Any] = parameters.get("properties") or {}
@@ -108,7 +118,7 @@ def _object_rules(
     rules: dict[str, str] = {}
     kv: list[str] = []
     for name in properties:
-        value = _value_rule(properties[name], f"{where}.{name}")  # validates even a property left out below
+        value = value_rule(properties[name], f"{where}.{name}")  # validates even a property left out below
         allowed = _enum_offered(properties[name], said, name in required)
         if allowed is not None:
             if not allowed:
@@ -277,6 +287,85 @@ def _enum_offered(schema: Mapping[str, Any], said: Mentions | None, required: bo
 def answer_grammar() -> str:
     """Free text that does not open with JSON, markup or a code fence (a call printed as text)."""
     return "root ::= [^{<`[ \\t\\n] [^\\x00]*\n"
+
+
+_ANNOTATIONS = {"title", "description"}
+_SCHEMA_KEYS = {  # what each kind of `json_schema_grammar` node may hold: a key outside it would loosen the grammar
+    "enum": {"enum", "type"},
+    "object": {"type", "properties", "required", "additionalProperties"},
+    "array": {"type", "items", "minItems", "maxItems"},
+    "string": {"type", "minLength", "maxLength", "pattern"},
+    "integer": {"type"},
+    "number": {"type"},
+    "boolean": {"type"},
+}
+_NEGATED_CLASS = re.compile(r"\^\[\^((?:[A-Za-z0-9](?:-[A-Za-z0-9])?)+)\]\*\$")
+
+
+def json_schema_grammar(schema: Mapping[str, Any]) -> str:
+    """A grammar for JSON matching ``schema``, written as ``json.dumps`` writes it (``", "`` and ``": "``).
+
+    Supported: objects (properties in schema order, required and optional; no other keys), arrays (``items``,
+    ``minItems``, ``maxItems``), enums of scalars, strings (``maxLength``, ``minLength``, and ``pattern`` only as one
+    negated class of letters, digits and ranges, anchored and starred: ``^[^0-9]*$``), integers, numbers, booleans.
+
+    Raises:
+        GrammarError: anything else, rather than a grammar looser than the schema.
+    """
+    rules: dict[str, str] = {}
+    objects = itertools.count()
+
+    def value(node: Mapping[str, Any], where: str) -> str:
+        kind = "enum" if "enum" in node else node.get("type")
+        if kind not in _SCHEMA_KEYS:
+            raise GrammarError(f"{where}: unsupported schema {dict(node)!r}; supported: {', '.join(_SCHEMA_KEYS)}.")
+        unknown = set(node) - _SCHEMA_KEYS[str(kind)] - _ANNOTATIONS
+        if unknown:
+            raise GrammarError(f"{where}: unsupported keys {sorted(unknown)} for {kind!r}.")
+        if kind == "enum":
+            return _value_rule(node, where)
+        if kind == "object":
+            prefix = f"o{next(objects)}"
+            rules.update(_object_rules(prefix, node, where, value_rule=value))
+            return f"{prefix}-args"
+        if kind == "array":
+            return _array_expression(value(node.get("items") or {}, f"{where}[]"), node, where)
+        if kind == "string":
+            return _string_expression(node, where, rules)
+        return _value_rule(node, where)
+
+    root = value(schema, "response format")
+    lines = [f"root ::= {root}", *(f"{name} ::= {body}" for name, body in rules.items())]
+    lines += [f"{name} ::= {body}" for name, body in _BASE_RULES.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _array_expression(item: str, schema: Mapping[str, Any], where: str) -> str:
+    least, most = schema.get("minItems", 0), schema.get("maxItems")
+    if not isinstance(least, int) or least < 0 or (most is not None and (not isinstance(most, int) or most < least)):
+        raise GrammarError(f"{where}: minItems and maxItems must be counts, minItems at most maxItems.")
+    if most == 0:
+        return '"[]"'
+    more = "*" if most is None else f"{{{max(least - 1, 0)},{most - 1}}}"
+    items = f'{item} (", " {item}){more}'
+    return f'"[" {items} "]"' if least else f'"[" ({items})? "]"'
+
+
+def _string_expression(schema: Mapping[str, Any], where: str, rules: dict[str, str]) -> str:
+    least, most = schema.get("minLength", 0), schema.get("maxLength")
+    if not isinstance(least, int) or least < 0 or (most is not None and (not isinstance(most, int) or most < least)):
+        raise GrammarError(f"{where}: minLength and maxLength must be counts, minLength at most maxLength.")
+    char = "char"
+    pattern = schema.get("pattern")
+    if pattern is not None:
+        match = _NEGATED_CLASS.fullmatch(str(pattern))
+        if match is None:
+            raise GrammarError(f"{where}: pattern {pattern!r} is not one negated character class like '^[^0-9]*$'.")
+        char = f"char-not-{_rule_name(match.group(1))}"
+        rules[char] = f'[^"\\\\\\x7F\\x00-\\x1F{match.group(1)}] | "\\\\" ["\\\\/bfnrt]'
+    if most is None and not least:
+        return f'"\\"" {char}* "\\""'
+    return f'"\\"" {char}{{{least},{"" if most is None else most}}} "\\""'
 
 
 def validate_arguments(arguments: Any, parameters: Mapping[str, Any]) -> str | None:

@@ -21,7 +21,9 @@ How a model turn runs when tools are advertised (the strategy measured with ``pu
    then the arguments are decoded under their grammars.
    The calls come back as `FunctionCallContent` items; the runner executes them (and the turn's follow-up
    calls, `turn.policies`, fill in what the operator named that they did not ask for).
-3. **Answer.** Free generation, streamed token by token (the turn holds it back until its checks pass, and
+3. **Answer.** With a response format (``format``, a JSON schema: `chat.response_format`), the answer is decoded
+   under the grammar of that schema (`json_schema_grammar`) and no call is considered. Otherwise free generation,
+   streamed token by token (the turn holds it back until its checks pass, and
    an answer that speaks for data it never read makes the turn read first: `turn.policies`). Tool results are read
    as compact text (`compact_result`: the same values, about a third fewer prompt tokens than JSON), because on two
    cores reading a result is most of a turn's time.
@@ -66,6 +68,7 @@ from chat.local.grammar import (
     answer_grammar,
     call_hints,
     call_prefix,
+    json_schema_grammar,
     route_grammar,
     tool_calls_grammar,
     tool_name_grammar,
@@ -174,13 +177,17 @@ class LocalChatCompletion(ChatCompletionClientBase):
         # Tools are considered right after the user spoke; after tool results the model answers, unless
         # `route_after_results` (the 1.5B model then repeats its last call, a loop the runner stops).
         after_results = settings.routing and settings.route_after_results and last_role == AuthorRole.TOOL
-        if tools and (last_role == AuthorRole.USER or after_results):
+        if tools and settings.format is None and (last_role == AuthorRole.USER or after_results):
             if calls := await self._opening(prompt, chat_history, tools, settings, usage):
                 yield [self._calls_chunk(calls, function_invoke_attempt, usage)]
                 return
-        pieces = generate(
-            self._engine, prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1
-        )
+        if settings.format is not None:  # the whole answer under the schema's grammar
+            grammar = json_schema_grammar(settings.format)
+            pieces = generate(self._engine, prompt, grammar, settings.max_tokens, settings, usage)
+        else:
+            pieces = generate(
+                self._engine, prompt, answer_grammar(), settings.max_tokens, settings, usage, grammar_tokens=1
+            )
         async for piece in _without_fences(pieces):
             yield [self._chunk([self._text_item(piece)], function_invoke_attempt)]
         yield [self._chunk([], function_invoke_attempt, usage=usage, finish="stop")]

@@ -34,6 +34,8 @@ class LocalChatPromptExecutionSettings(PromptExecutionSettings):
     off_topic_relevance: float = Field(default=0.25, ge=0.0, le=1.0)
     route_after_results: bool = False
     tools: list[dict[str, Any]] | None = Field(default=None, exclude=True)
+    format: dict[str, Any] | None = Field(default=None, exclude=True)
+    """The JSON schema the answer must match (`chat.response_format`): the answer is decoded under its grammar."""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,9 @@ SK 1.45 + ollama 0.6 gaps fixed here:
 - a model that prints a call as text instead of a structured call: recovered only when the whole
   message is exactly one JSON object ``{"name": <listed tool>, "arguments": {...}}``.
 
+A request's response format (`chat.response_format`) is SK's own ``format`` field, which SK 1.45 passes to the
+server as is: Ollama (0.5 and later) decodes the answer under the JSON schema given there.
+
 The private methods overridden are pinned by canary tests (tests/chat/ollama/test_ollama_canary.py).
 """
 

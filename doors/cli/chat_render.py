@@ -108,6 +108,9 @@ _CORRECTED = {
     "retried": "answer corrected: the first answer failed a check and the model answered again",
     "replaced": "answer replaced: it failed its checks twice; shown instead is what the tool results say",
     "refused": "question refused: it is outside this plant's pumps, alarms and manuals",
+    # Agent.StructuredAnswers (`turn.structured`); a structured answer written as asked needs no note.
+    "dropped": "structured answer: left out of the model's reply",
+    "kept_text": "structured answer: the model's reply could not be used, so its own answer is shown",
 }
 
 

@@ -64,6 +64,7 @@ def eval_command(
     The set's tuning and held-back parts are reported apart; --split runs one of them. The held-back part is
     never used to choose thresholds, words or prompts: read its failures, do not tune on them.
     Example: pumpops eval --provider local --k 2 --category single_tool --category irrelevance --split held_back
+    Settings apply as in every command: `pumpops --settings FILE eval ...` (e.g. Agent.StructuredAnswers) measures them.
     """
     cli = state(ctx)
     settings = cli.settings()
@@ -85,6 +86,7 @@ def eval_command(
         warmup_s=done.warmup_s,
         machine_rates=done.machine_rates,
         split=split.value,
+        structured_answers=settings.agent.structured_answers,
     )
     if as_json:
         print_json(cli, report.model_dump(mode="json"))
@@ -164,7 +166,8 @@ def print_report(cli: CliState, report: EvalReport) -> None:
 
 def _report_table(report: EvalReport) -> Table:
     """The scores per split and category; with both splits run, a last section gives the overall of all."""
-    table = Table(title=f"pumpops eval · {report.provider} · k={report.k} · temperature {report.temperature:g}")
+    shape = " · structured answers" if report.structured_answers else ""
+    table = Table(title=f"pumpops eval · {report.provider} · k={report.k} · temperature {report.temperature:g}{shape}")
     sections: list[tuple[str, list[CategoryScore]]] = [(s.split.value, s.categories) for s in report.splits]
     if len(sections) != 1:
         sections.append(("all", [c for c in report.categories if c.category == OVERALL or not report.splits]))

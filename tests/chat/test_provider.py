@@ -106,3 +106,20 @@ async def test_the_auto_service_delegates_to_ollama_when_it_is_up(tmp_path: Path
     ]
     assert "".join(c.content or "" for c in chunks) == "Hello from Ollama."
     assert fake.requests[0]["model"] == MODEL
+
+
+async def test_the_auto_service_hands_the_requests_response_format_to_the_provider_it_chose(tmp_path: Path) -> None:
+    from semantic_kernel.contents import ChatHistory
+
+    from chat.response_format import with_response_format
+    from tests.fakes.ollama import reply
+
+    schema = {"type": "object", "properties": {"claims": {"type": "array"}}}
+    fake = ScriptedOllama([reply('{"claims": []}'), reply("Free text.")])
+    backend = chat_backend(settings_for(tmp_path, "auto"), client(fake.transport()))
+    history = ChatHistory()
+    history.add_user_message("hi")
+    for settings in (with_response_format(backend.execution_settings, schema), backend.execution_settings):
+        [_ async for _ in backend.service.get_streaming_chat_message_contents(history, settings)]
+    assert fake.requests[0]["format"] == schema
+    assert "format" not in fake.requests[1]  # per request: the backend's own options are unchanged

@@ -78,3 +78,30 @@ def test_a_summary_count_no_listed_alarm_accounts_for_is_kept_as_a_count() -> No
 def test_parse_result_reads_json_and_leaves_text_unparsed() -> None:
     assert parse_result('{"a": 1}') == {"a": 1}
     assert parse_result("not json") is not None and not isinstance(parse_result("not json"), dict)
+
+
+def test_a_trend_is_filed_with_its_projection_against_the_alarm_threshold() -> None:
+    trend_result = {
+        "pump_id": "pump-7",
+        "sensor_type": "bearing_temperature",
+        "unit": "°C",
+        "window_days": 30,
+        "min": 72.52,
+        "max": 83.77,
+        "latest": 81.0,
+        "slope_per_day": 0.247,
+        "alarm_threshold": 85.0,
+        "projection": "crosses_threshold",
+        "projected_crossing_date": "2026-12-22",
+        "days_until_crossing": 16.2,
+    }
+    evidence = Evidence.of([json.dumps(trend_result), DETAILS])
+    [trend] = evidence.trends  # the pump's details are no trend
+    assert (trend.pump, trend.quantity, trend.unit, trend.window_days) == ("PUMP-007", "bearing_temperature", "°C", 30)
+    assert (trend.latest, trend.minimum, trend.maximum, trend.slope_per_day) == (81.0, 72.52, 83.77, 0.247)
+    assert (trend.threshold, trend.projection, trend.crossing_date, trend.days_until_crossing) == (
+        85.0,
+        "crosses_threshold",
+        "2026-12-22",
+        16.2,
+    )

@@ -1,13 +1,14 @@
 """A scripted llama.cpp engine at the connector's boundary (`chat.local.llama_engine.CompletionEngine`).
 
 Each completion replays the next scripted step and is recorded, so tests assert exactly what the model was shown;
-it runs in the connector's worker thread, as llama.cpp does.
+it runs in the connector's worker thread, as llama.cpp does. A step may be a function of the prompt, for a reply
+that depends on what the model was shown.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,11 +18,15 @@ if TYPE_CHECKING:
     from turn.runner import TurnRunner
 
 
+Step = str | list[str] | Exception | Callable[[str], str]
+"""A completion's text (or its pieces), a failure to raise, or a function of the prompt giving the text."""
+
+
 @dataclass
 class ScriptedEngine:
     """Replays scripted completions; records each request; runs in the worker thread like llama.cpp."""
 
-    steps: list[str | list[str] | Exception]
+    steps: list[Step]
     context_size: int = 8192
     requests: list[dict[str, Any]] = field(default_factory=list)
     threads: set[int] = field(default_factory=set)
@@ -56,6 +61,8 @@ class ScriptedEngine:
         step = self.steps.pop(0)
         if isinstance(step, Exception):
             raise step
+        if callable(step):
+            step = step(prompt)
         yield from [step] if isinstance(step, str) else step
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from kernel_setup import Settings, load_settings, open_app
 from tests.fakes.ollama import MODEL, ScriptedOllama, call, reply
+from turn.errors import ChatServiceError
 from turn.factory import check_model, runner_for
-from turn.runner import ChatServiceError
 
 WITHIN = 10.0
 

@@ -19,7 +19,7 @@ from chat.local.qwen_format import STATUS_NOTE
 from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
-from tests.fakes.llama import ScoringEngine, local_runner
+from tests.fakes.llama import ScoringEngine, Step, local_runner
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from turn.events import TurnResult
 from turn.factory import runner_for
@@ -93,7 +93,7 @@ class LocalDriver:
     async def run(
         self, settings: Settings, question: str, moves: list[Move], earlier: tuple[str, list[Move]] | None = None
     ) -> Outcome:
-        completions: list[str | list[str] | Exception] = []
+        completions: list[Step] = []
         scores: list[float] = []
         for move in [*(earlier[1] if earlier else []), *moves]:
             if isinstance(move, Call):  # routed above the line, the call written freely
@@ -300,7 +300,8 @@ async def test_a_follow_up_answered_with_a_number_no_earlier_result_holds_reads_
         "What's the vibration on PUMP-002?",
         [Call("assets-get_pump_details", {"pump_id": "PUMP-002"}), "It is 3.2 mm/s."],
     )
-    outcome = await model.run(make_settings(tmp_path), "And on pump 5?", ["It is 2.8 mm/s.", "It is 3.9 mm/s."], first)
+    moves: list[Move] = ["It is 2.8 mm/s.", "It is 3.9 mm/s."]
+    outcome = await model.run(make_settings(tmp_path), "Same question for P5, please.", moves, first)
     assert calls_of(outcome.result) == [("assets-get_pump_details", {"pump_id": "PUMP-005"}, "ok")]
     assert outcome.result.answer == "It is 3.9 mm/s." and "It is 2.8 mm/s." not in outcome.shown[1]
 

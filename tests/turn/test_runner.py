@@ -219,7 +219,7 @@ async def test_missing_token_counts_fall_back_to_a_marked_estimate(settings: Set
     ],
 )
 async def test_server_errors_become_a_clear_error(settings: Settings, response: httpx.Response, fragment: str) -> None:
-    from turn.runner import ChatServiceError
+    from turn.errors import ChatServiceError
 
     fake = ScriptedOllama([response])
     with pytest.raises(ChatServiceError, match=fragment):

@@ -1,6 +1,7 @@
 """Grammar construction and output parsing for the local model's constrained tool calls (no model needed)."""
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from chat.local.grammar import (
     answer_grammar,
     call_hints,
     call_prefix,
+    json_schema_grammar,
     route_grammar,
     tool_calls_grammar,
     validate_arguments,
@@ -26,6 +28,7 @@ from chat.local.qwen_format import (
     when_to_use,
 )
 from chat.mentions import Mentions, enum_words, identifiers
+from checks.structured import answer_schema
 from kernel_setup import Settings, open_app
 
 TREND: dict[str, Any] = {
@@ -404,3 +407,85 @@ def test_the_local_tool_list_is_brief_but_keeps_what_a_call_needs() -> None:
     assert listed["parameters"]["required"] == ["pump_id"]
     assert json.dumps(described) == original  # the tool's own schema is untouched
     assert '"description":"Fleet."' in prompt  # no "Returns ..." sentence: as it is
+
+
+# -- the response format's grammar ---------------------------------------------------------------------------------
+
+_GBNF_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|\[(?:\\.|[^\]\\])*\]|\{\d*,?\d*\}|[a-z0-9-]+|[()|?*+]|\s+')
+
+
+def gbnf_regex(grammar: str) -> re.Pattern[str]:
+    """A regular expression accepting what ``grammar`` accepts (a GBNF without recursion, as ours are)."""
+    rules = dict(line.split(" ::= ", 1) for line in grammar.strip().split("\n"))
+
+    def expand(body: str, depth: int = 0) -> str:
+        assert depth < 20, "recursive grammar"
+        out = []
+        for token in (m.group(0) for m in _GBNF_TOKEN.finditer(body)):
+            if token.isspace():
+                continue
+            if token.startswith('"'):
+                out.append(re.escape(json.loads(token)))
+            elif token.startswith("[") or token[0] in "(){|?*+":
+                out.append(token if token != "(" else "(?:")
+            else:
+                out.append("(?:" + expand(rules[token], depth + 1) + ")")
+        return "".join(out)
+
+    assert "".join(m.group(0) for m in _GBNF_TOKEN.finditer(rules["root"])) == rules["root"]  # all tokens read
+    return re.compile(expand(rules["root"]), re.DOTALL)
+
+
+ANSWER_SCHEMA = answer_schema(["E1", "E2", "E10"])
+
+
+def answer(claims: list[str], note: str = "") -> str:
+    return json.dumps({"claims": [{"record": c} for c in claims], "note": note}, ensure_ascii=False)
+
+
+def test_the_response_format_grammar_accepts_answers_citing_the_records_as_json_dumps_writes_them() -> None:
+    accepts = gbnf_regex(json_schema_grammar(ANSWER_SCHEMA)).fullmatch
+    assert accepts(answer(["E10", "E1"], 'No, stop it: "zone" D is severe.\nCall the crew.'))
+    assert accepts(answer([])) and accepts(answer(["E2"] * 6, "x" * 120))
+    assert accepts(answer(["E1"], "Très bien — arrêtez-la."))  # any letter but a digit
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        answer(["E3"]),  # no record of this turn
+        answer(["E1"], "PUMP-007 is at 9.4 mm/s"),  # digits belong to the records
+        answer(["E1"], "\\u0039 is a nine in disguise"),  # nor spelled as an escape
+        answer(["E1"] * 7),  # at most six claims
+        answer(["E1"], "x" * 121),  # a short note
+        '{"note": "", "claims": []}',  # the schema's order
+        '{"claims": [{"record": "E1", "why": "x"}], "note": ""}',  # no other keys
+        '{"claims":[{"record":"E1"}],"note":""}',  # json.dumps's spacing, as in the call grammars
+    ],
+)
+def test_the_response_format_grammar_refuses_what_the_schema_does_not_allow(text: str) -> None:
+    assert gbnf_regex(json_schema_grammar(ANSWER_SCHEMA)).fullmatch(text) is None
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        ({"type": "string", "pattern": "^[a-z]+$"}, "not one negated character class"),
+        ({"type": "string", "format": "date"}, "unsupported keys"),
+        ({"type": "object", "properties": {"a": {"type": "string"}}, "patternProperties": {}}, "unsupported keys"),
+        ({"type": "array", "items": {"type": "null"}}, "unsupported schema"),
+        ({"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 2}, "minItems at most maxItems"),
+    ],
+)
+def test_response_format_schemas_outside_the_subset_are_refused_not_loosened(
+    schema: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(GrammarError, match=problem):
+        json_schema_grammar(schema)
+
+
+def test_the_call_grammars_read_as_regular_expressions_too() -> None:
+    # The matcher above, checked on a grammar whose language the call tests already pin.
+    accepts = gbnf_regex(tool_calls_grammar([SUMMARY], max_calls=1)).fullmatch
+    assert accepts('<tool_call>\n{"name": "assets-get_system_summary", "arguments": {}}\n</tool_call>')
+    assert not accepts('<tool_call>\n{"name": "assets-get_system_summary", "arguments": {"x": 1}}\n</tool_call>')

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from semantic_kernel.contents.chat_history import ChatHistory
 
+from chat.local.grammar import json_schema_grammar
 from chat.local.qwen_format import PARKED_NOTE
 from chat.local.service import LocalChatCompletion
 from chat.local.settings import LocalChatPromptExecutionSettings, Route
@@ -19,8 +20,8 @@ from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import fence, parked_approval_id
 from tests.fakes.llama import ScoringEngine, ScriptedEngine, local_runner
+from turn.errors import ChatServiceError
 from turn.events import TextDelta, TurnFinished
-from turn.runner import ChatServiceError
 
 
 def make_settings(tmp_path: Path, **agent: Any) -> Settings:
@@ -516,3 +517,23 @@ async def test_without_the_claim_check_or_after_tool_results_a_vouching_answer_s
     assert [c.name for c in first.tool_calls] == ["assets-get_system_summary"]
     assert follow_up.tool_calls == [] and follow_up.answer == "Yes, the other pumps are fine."
     assert len(engine.requests) == 3
+
+
+async def test_a_request_with_a_response_format_is_answered_under_its_grammar_and_never_routed() -> None:
+    schema = {"type": "object", "properties": {"claims": {"type": "array", "items": {"enum": ["E1", "E2"]}}}}
+    tools = [{"type": "function", "function": {"name": "assets-list_pumps", "description": "List pumps."}}]
+    engine = ScoringEngine(['{"claims": ["E2"]}', ["Free ", "text."]], scores=[-0.1])  # a score that would call
+    history = ChatHistory(system_message="You answer about pumps.")
+    history.add_user_message("Which pumps are offline?")
+    service = LocalChatCompletion(engine)
+
+    async def answer(settings: LocalChatPromptExecutionSettings) -> str:
+        batches = service.get_streaming_chat_message_contents(history, settings)
+        return "".join([c.content or "" async for batch in batches for c in batch])
+
+    assert await answer(LocalChatPromptExecutionSettings(tools=tools, format=schema)) == '{"claims": ["E2"]}'
+    assert await answer(LocalChatPromptExecutionSettings()) == "Free text."
+    shaped, free = engine.requests
+    assert engine.scored == [] and shaped["grammar"] == json_schema_grammar(schema)  # not routed: answered
+    assert shaped["grammar_tokens"] is None  # the grammar holds to the answer's end
+    assert free["grammar"].startswith("root ::= [^{<`") and free["grammar_tokens"] == 1  # the usual answer

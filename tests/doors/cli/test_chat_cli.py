@@ -377,3 +377,20 @@ def test_a_chat_as_a_name_with_hidden_characters_is_refused_before_the_model_is_
     code, output = chat(write_settings(tmp_path), fake, ["hi"], principal="\u202ealice")
     assert code == EXIT_USAGE and "\\u202ealice" in output and "\u202e" not in output
     assert fake.requests == []
+
+
+def test_a_structured_answer_notes_only_what_it_left_out_or_could_not_use() -> None:
+    from doors.cli.chat_render import correction_notes
+    from turn.events import Correction, TurnResult
+
+    def notes(*corrections: tuple[str, str]) -> list[str]:
+        made = [Correction(check="structured_answer", finding=f, action=a) for a, f in corrections]
+        return correction_notes(TurnResult(answer="x", corrections=made, session="s"))
+
+    assert notes(("written", "cited E1")) == []
+    assert notes(("written", "cited E1"), ("dropped", "E9 is no record of this turn's results")) == [
+        "structured answer: left out of the model's reply (E9 is no record of this turn's results)"
+    ]
+    assert notes(("kept_text", "no structured reply came")) == [
+        "structured answer: the model's reply could not be used, so its own answer is shown (no structured reply came)"
+    ]
