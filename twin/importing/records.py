@@ -1,0 +1,191 @@
+"""The column contract of each record kind, and one raw row read as the values the registry stores.
+
+See docs/plant-import.md for the contract as users read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import tzinfo
+from enum import Enum
+from typing import Any
+
+from twin.importing import fields as f
+from twin.importing.errors import BadValueError
+from twin.importing.sources import NotJsonLine, RawRow, RecordKind
+from twin.models import SENSOR_SPECS, BadDirection, Foundation, PumpStatus, SensorType, Severity
+
+Record = tuple[Any, ...]
+
+
+class MaintenanceKind(str, Enum):
+    """What a maintenance record was."""
+
+    PREVENTIVE = "preventive"
+    CORRECTIVE = "corrective"
+    INSPECTION = "inspection"
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """A record kind's columns, how a row becomes a record, and the natural key no two rows may share."""
+
+    columns: tuple[str, ...]
+    parse: Callable[[dict[str, Any], tzinfo | None], Record]
+    key: Callable[[Record], tuple[Any, ...]]
+
+
+def _pump(row: dict[str, Any], _zone: tzinfo | None) -> Record:
+    """(pump_id, name, location, model, power_kw, rated_speed_rpm, machine_group, foundation, status, installed_on)."""
+    power = f.number(row, "power_kw")
+    assert power is not None
+    if power <= 0:
+        raise BadValueError(f"power_kw must be above 0, got {row.get('power_kw')!r}")
+    return (
+        f.pump_id(row),
+        f.required(row, "name"),
+        f.required(row, "location"),
+        f.required(row, "model"),
+        power,
+        f.whole(row, "rated_speed_rpm"),
+        f.whole(row, "machine_group", allowed=(1, 2)),
+        f.choice(row, "foundation", Foundation).value,
+        f.choice(row, "status", PumpStatus).value,
+        f.day(row, "installed_on"),
+    )
+
+
+def _sensor(row: dict[str, Any], _zone: tzinfo | None) -> Record:
+    """(pump_id, sensor_type, unit, bad_direction, alarm_threshold)."""
+    sensor_type = f.choice(row, "sensor_type", SensorType)
+    spec = SENSOR_SPECS[sensor_type]
+    direction = f.choice(row, "bad_direction", BadDirection, default=spec.bad_direction)
+    if direction is not spec.bad_direction:
+        raise BadValueError(
+            f"bad_direction {direction.value!r} for {sensor_type.value}: the registry ranks {sensor_type.value} "
+            f"as bad when {spec.bad_direction.value}"
+        )
+    return (
+        f.pump_id(row),
+        sensor_type.value,
+        f.unit(row, sensor_type),
+        direction.value,
+        f.number(row, "alarm_threshold"),
+    )
+
+
+def _reading(row: dict[str, Any], zone: tzinfo | None) -> Record:
+    """(pump_id, sensor_type, recorded_at, value)."""
+    sensor_type = f.choice(row, "sensor_type", SensorType)
+    f.unit(row, sensor_type)
+    return (f.pump_id(row), sensor_type.value, f.timestamp(row, "recorded_at", zone), f.number(row, "value"))
+
+
+def _alarm(row: dict[str, Any], zone: tzinfo | None) -> Record:
+    """(alarm_id, pump_id, sensor_type, severity, message, value, raised_at, active, cleared_at)."""
+    sensor_type = f.text(row, "sensor_type", required=False)
+    raised = f.timestamp(row, "raised_at", zone)
+    cleared = f.timestamp(row, "cleared_at", zone, optional=True)
+    if cleared is not None and raised is not None and cleared < raised:
+        raise BadValueError(f"cleared_at {row.get('cleared_at')!r} is before raised_at {row.get('raised_at')!r}")
+    return (
+        f.alarm_id(row),
+        f.pump_id(row),
+        None if sensor_type is None else f.choice(row, "sensor_type", SensorType).value,
+        f.choice(row, "severity", Severity).value,
+        f.required(row, "message"),
+        f.number(row, "value", optional=True),
+        raised,
+        1 if cleared is None else 0,
+        cleared,
+    )
+
+
+def _maintenance(row: dict[str, Any], _zone: tzinfo | None) -> Record:
+    """(pump_id, performed_on, kind, description, technician)."""
+    return (
+        f.pump_id(row),
+        f.day(row, "performed_on"),
+        f.choice(row, "kind", MaintenanceKind).value,
+        f.required(row, "description"),
+        f.text(row, "technician", required=False),
+    )
+
+
+SPECS: dict[RecordKind, KindSpec] = {
+    RecordKind.PUMPS: KindSpec(
+        (
+            "pump_id",
+            "name",
+            "location",
+            "model",
+            "power_kw",
+            "rated_speed_rpm",
+            "machine_group",
+            "foundation",
+            "status",
+            "installed_on",
+        ),
+        _pump,
+        lambda r: r[:1],
+    ),
+    RecordKind.SENSORS: KindSpec(
+        ("pump_id", "sensor_type", "unit", "alarm_threshold", "bad_direction"), _sensor, lambda r: r[:2]
+    ),
+    RecordKind.READINGS: KindSpec(
+        ("pump_id", "sensor_type", "recorded_at", "value", "unit"), _reading, lambda r: r[:3]
+    ),
+    RecordKind.ALARMS: KindSpec(
+        ("alarm_id", "pump_id", "sensor_type", "severity", "message", "value", "raised_at", "cleared_at"),
+        _alarm,
+        lambda r: r[:1],
+    ),
+    RecordKind.MAINTENANCE: KindSpec(
+        ("pump_id", "performed_on", "kind", "description", "technician"), _maintenance, lambda r: r[:4]
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A row refused: the line it starts on and why."""
+
+    line: int
+    reason: str
+
+
+def parse_rows(
+    kind: RecordKind, rows: list[RawRow], zone: tzinfo | None
+) -> tuple[list[tuple[int, Record]], list[Problem]]:
+    """The rows of one file read as records (with their lines), and the rows refused (blocking; CPU only)."""
+    spec = SPECS[kind]
+    good: list[tuple[int, Record]] = []
+    problems: list[Problem] = []
+    seen: dict[tuple[Any, ...], int] = {}
+    for raw in rows:
+        try:
+            record = spec.parse(_checked_fields(raw, spec.columns), zone)
+        except BadValueError as exc:
+            problems.append(Problem(raw.line, str(exc)))
+            continue
+        key = spec.key(record)
+        if key in seen:
+            problems.append(Problem(raw.line, f"the same record as line {seen[key]} ({', '.join(map(str, key))})"))
+            continue
+        seen[key] = raw.line
+        good.append((raw.line, record))
+    return good, problems
+
+
+def _checked_fields(raw: RawRow, columns: tuple[str, ...]) -> dict[str, Any]:
+    """The row's fields, refusing a line that is not a JSON object, extra CSV fields and unknown JSON keys."""
+    if "\x00bad" in raw.fields:
+        value = raw.fields["\x00bad"]
+        raise BadValueError(str(value) if isinstance(value, NotJsonLine) else f"not a JSON object: {value!r}"[:200])
+    if "\x00extra" in raw.fields:
+        raise BadValueError(f"more fields than the header's {len(columns)} columns")
+    unknown = [name for name in raw.fields if name not in columns]
+    if unknown:
+        raise BadValueError(f"unknown field(s) {', '.join(map(repr, unknown))}; the fields are {', '.join(columns)}")
+    return raw.fields

@@ -1,0 +1,175 @@
+"""One plant import: each file read, checked and written in its own transaction, in dependency order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import aiosqlite
+
+from storage import Database
+from twin.importing.errors import PlantImportError
+from twin.importing.records import SPECS, Problem, parse_rows
+from twin.importing.sources import RecordKind, plant_files, read_rows
+from twin.importing.writing import Counts, check_references, write
+
+
+class ImportProgress:
+    """What a door shows while importing: a file starts with its row count, then rows are done in batches."""
+
+    def start(self, kind: RecordKind, path: Path, rows: int) -> None:
+        """A file's rows are read and checked; ``rows`` will be written."""
+
+    def advance(self, rows: int) -> None:
+        """``rows`` more rows of the current file are written."""
+
+
+@dataclass
+class FileReport:
+    """One file's outcome: rows read, added, updated, skipped (already present as given) and rejected."""
+
+    kind: RecordKind
+    file: str
+    read: int = 0
+    added: int = 0
+    updated: int = 0
+    skipped: int = 0
+    rejected: int = 0
+    imported: bool = False
+    problems: list[Problem] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
+        return {
+            "file": self.file,
+            "read": self.read,
+            "added": self.added,
+            "updated": self.updated,
+            "skipped": self.skipped,
+            "rejected": self.rejected,
+            "imported": self.imported,
+            "problems": [{"file": self.file, "line": p.line, "reason": p.reason} for p in self.problems],
+        }
+
+
+@dataclass
+class ImportReport:
+    """A whole import run; ``complete`` when every file was imported (bad rows skipped on request)."""
+
+    folder: str
+    dry_run: bool
+    files: list[FileReport] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Every file present was imported."""
+        return all(report.imported for report in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data, keyed by record kind."""
+        return {
+            "folder": self.folder,
+            "dry_run": self.dry_run,
+            "complete": self.complete,
+            "kinds": {report.kind.value: report.to_dict() for report in self.files},
+        }
+
+
+def site_zone(name: str | None) -> tzinfo | None:
+    """The IANA time zone ``name`` (e.g. ``Europe/Berlin``), or None.
+
+    Raises:
+        PlantImportError: no such time zone.
+    """
+    if name is None or not name.strip():
+        return None
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        raise PlantImportError(
+            f"Unknown time zone {name!r}: give an IANA name such as 'Europe/Berlin' or 'UTC'."
+        ) from None
+
+
+class _DryRunDone(Exception):
+    """Raised at the end of a dry run to roll its single transaction back."""
+
+
+async def import_plant(
+    db: Database,
+    folder: Path,
+    *,
+    zone: tzinfo | None = None,
+    skip_bad: bool = False,
+    dry_run: bool = False,
+    progress: ImportProgress | None = None,
+) -> ImportReport:
+    """Import the plant files in ``folder`` (see docs/plant-import.md).
+
+    Each file is one transaction: written whole, or, when a row is bad and ``skip_bad`` is off, not at all — and
+    the files after it are not read (they refer to its records). A dry run checks and writes everything in one
+    transaction and rolls it back, so its counts are what a real run would do.
+
+    Raises:
+        PlantImportError: the folder holds no plant file, or a file cannot be read or has the wrong columns.
+    """
+    files = plant_files(folder)
+    report = ImportReport(folder=str(folder), dry_run=dry_run)
+    shown = progress or ImportProgress()
+    async with _transactions(db, dry_run) as per_file:
+        for kind, path in files.items():
+            async with per_file() as conn:
+                file_report = await _import_file(conn, kind, path, zone, skip_bad, shown)
+            report.files.append(file_report)
+            if not file_report.imported:
+                break
+    return report
+
+
+@asynccontextmanager
+async def _transactions(db: Database, dry_run: bool) -> AsyncIterator[Callable[[], Any]]:
+    """Yield a factory of per-file transactions: real ones, or one shared transaction rolled back at the end."""
+    if not dry_run:
+        yield db.transaction
+        return
+    try:
+        async with db.transaction() as conn:
+
+            @asynccontextmanager
+            async def shared() -> AsyncIterator[aiosqlite.Connection]:
+                yield conn
+
+            yield shared
+            raise _DryRunDone
+    except _DryRunDone:
+        pass
+
+
+async def _import_file(
+    conn: aiosqlite.Connection,
+    kind: RecordKind,
+    path: Path,
+    zone: tzinfo | None,
+    skip_bad: bool,
+    progress: ImportProgress,
+) -> FileReport:
+    """Read, check and (when every row is good, or bad ones may be skipped) write one file."""
+    spec = SPECS[kind]
+    raw = await asyncio.to_thread(read_rows, path, spec.columns)
+    good, problems = await asyncio.to_thread(parse_rows, kind, raw, zone)
+    good, missing = await check_references(conn, kind, good)
+    problems = sorted([*problems, *missing], key=lambda p: p.line)
+    report = FileReport(kind=kind, file=str(path), read=len(raw), rejected=len(problems), problems=problems)
+    if problems and not skip_bad:
+        return report
+    progress.start(kind, path, len(good))
+    counts: Counts = await write(conn, kind, [record for _, record in good], progress.advance)
+    report.added, report.updated, report.skipped = counts.added, counts.updated, counts.skipped
+    report.imported = True
+    return report
