@@ -1,4 +1,4 @@
-"""`pumpops db`: create and load the registry, grow a synthetic fleet."""
+"""`pumpops db`: create and load the registry, import a plant from files, grow a synthetic fleet."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from dataclasses import asdict
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from doors.cli import import_cmd
 from doors.cli.common import print_json, run, state
 from storage import Database
 from twin.generator import GenerationReport, generate_fleet
 from twin.sample_fleet import load_sample_fleet
 
-app = typer.Typer(help="Create, load and grow the asset registry.", no_args_is_help=True)
+app = typer.Typer(help="Create, load, import and grow the asset registry.", no_args_is_help=True)
+app.command("import")(import_cmd.import_command)
 
 
 @app.command("init")
