@@ -1,0 +1,88 @@
+"""`pumpops db import` in a subprocess: the JSON summary, the audit row, bad rows on stderr, dry runs."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from tests.cli_process import run_pumpops
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "plant"
+COUNTS = ("read", "added", "updated", "skipped", "rejected")
+
+
+def _settings(folder: Path) -> Path:
+    path = folder / "appsettings.json"
+    path.write_text(json.dumps({"Database": {"Path": "state/plant.db"}, "Qdrant": {"Path": ":memory:"}}))
+    return path
+
+
+def _rows(settings: Path, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(settings.parent / "state" / "plant.db") as conn:
+        return conn.execute(sql).fetchall()
+
+
+def test_import_prints_a_json_summary_per_record_kind_and_records_one_audit_row(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+
+    result = run_pumpops(settings, "db", "import", str(EXAMPLE), "--json", "--as", "ops-admin")
+
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["dry_run"], summary["complete"]) == (False, True)
+    assert list(summary["kinds"]) == ["pumps", "sensors", "readings", "alarms", "maintenance"]
+    readings = summary["kinds"]["readings"]
+    assert {key: readings[key] for key in COUNTS} == {
+        "read": 60,
+        "added": 60,
+        "updated": 0,
+        "skipped": 0,
+        "rejected": 0,
+    }
+    assert readings["problems"] == [] and readings["file"].endswith("readings.csv")
+    [(principal, door, effect, outcome, detail)] = _rows(
+        settings, "SELECT principal, door, effect, outcome, detail FROM audit_log WHERE function = 'cli-import'"
+    )
+    assert (principal, door, effect, outcome) == ("ops-admin", "cli", "write", "ok")
+    assert json.loads(str(detail))["pumps"]["added"] == 3
+
+
+def test_a_bad_row_is_reported_as_file_line_reason_and_exits_1_writing_nothing(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    lines = (EXAMPLE / "pumps.csv").read_text(encoding="utf-8").splitlines()
+    lines[2] = lines[2].replace("rigid", "concrete")
+    (plant / "pumps.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    result = run_pumpops(settings, "db", "import", str(plant))
+
+    assert result.returncode == 1
+    assert f"{plant / 'pumps.csv'}:3: foundation 'concrete' is not one of rigid, flexible" in result.stderr
+    assert "NOT imported" in result.stdout and "Traceback" not in result.stderr
+    assert _rows(settings, "SELECT COUNT(*) FROM pumps") == [(0,)]
+    assert _rows(settings, "SELECT outcome FROM audit_log WHERE function = 'cli-import'") == [("error",)]
+
+
+def test_a_dry_run_reports_what_it_would_add_and_writes_nothing(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+
+    result = run_pumpops(settings, "db", "import", str(EXAMPLE), "--dry-run", "--json")
+
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["dry_run"] is True and summary["kinds"]["pumps"]["added"] == 3
+    assert _rows(settings, "SELECT COUNT(*) FROM pumps") == [(0,)]
+    assert _rows(settings, "SELECT COUNT(*) FROM audit_log") == [(0,)]
+
+
+def test_a_missing_folder_or_unknown_time_zone_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+
+    result = run_pumpops(settings, "db", "import", str(EXAMPLE), "--time-zone", "Mars/Olympus")
+
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "error: Unknown time zone 'Mars/Olympus': give an IANA name such as 'Europe/Berlin' or 'UTC'."
+    ]
