@@ -259,3 +259,19 @@ async def test_a_csv_header_with_an_unknown_column_refuses_the_file(empty_db: Da
 async def test_a_folder_without_plant_files_is_refused(empty_db: Database, tmp_path: Path) -> None:
     with pytest.raises(PlantImportError, match="No plant files"):
         await import_plant(empty_db, tmp_path)
+
+
+async def test_a_changed_pump_is_updated_and_blank_lines_keep_line_numbers(empty_db: Database, plant: Path) -> None:
+    await import_plant(empty_db, EXAMPLE)
+    lines = (plant / "pumps.csv").read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1].replace(",online,", ",offline,")
+    lines[3] = lines[3].replace("maintenance", "broken")
+    (plant / "pumps.csv").write_text("\n".join([*lines[:3], "", *lines[3:]]) + "\n", encoding="utf-8")
+
+    report = await import_plant(empty_db, plant, skip_bad=True)
+
+    pumps = report.files[0]
+    assert (pumps.added, pumps.updated, pumps.skipped, pumps.rejected) == (0, 1, 1, 1)
+    assert pumps.problems[0].line == 5 and "status 'broken' is not one of online" in pumps.problems[0].reason
+    row = await empty_db.fetch_one("SELECT status FROM pumps WHERE pump_id = 'PUMP-101'")
+    assert row is not None and row["status"] == "offline"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import aiosqlite
 
+from core.errors import sentence
 from storage import Database
 from twin.importing.errors import PlantImportError
 from twin.importing.records import SPECS, Problem, parse_rows
@@ -169,7 +171,10 @@ async def _import_file(
     if problems and not skip_bad:
         return report
     progress.start(kind, path, len(good))
-    counts: Counts = await write(conn, kind, [record for _, record in good], progress.advance)
+    try:
+        counts: Counts = await write(conn, kind, [record for _, record in good], progress.advance)
+    except sqlite3.Error as exc:
+        raise PlantImportError(f"{path}: cannot be written, nothing of it was: {sentence(str(exc))}") from exc
     report.added, report.updated, report.skipped = counts.added, counts.updated, counts.skipped
     report.imported = True
     return report

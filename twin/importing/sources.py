@@ -88,11 +88,11 @@ def _csv_rows(path: Path, text: str, columns: tuple[str, ...]) -> list[RawRow]:
         raise PlantImportError(f"{path}:1: {what}; the columns are {', '.join(columns)}.")
     reader.fieldnames = header
     rows = []
-    start = 2
     try:
         for record in reader:
-            rows.append(RawRow(start, dict(record)))
-            start = reader.line_num + 1
+            # line_num is the record's last line; a quoted field may span lines (blank lines are skipped).
+            spanned = sum(value.count("\n") for value in record.values() if isinstance(value, str))
+            rows.append(RawRow(reader.line_num - spanned, dict(record)))
     except csv.Error as exc:
         raise PlantImportError(f"{path}:{reader.line_num}: {exc}.") from exc
     return rows
