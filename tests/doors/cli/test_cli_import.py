@@ -46,6 +46,13 @@ def test_import_prints_a_json_summary_per_record_kind_and_records_one_audit_row(
     )
     assert (principal, door, effect, outcome) == ("ops-admin", "cli", "write", "ok")
     assert json.loads(str(detail))["pumps"]["added"] == 3
+    # The tools answer from the imported plant through the kernel, every filter applying.
+    called = run_pumpops(settings, "tools", "call", "assets.get_pump_details", "pump_id=P-102", "--json")
+    assert called.returncode == 0, called.stderr
+    details = json.loads(called.stdout)
+    vibration = next(r for r in details["latest_readings"] if r["sensor_type"] == "vibration")
+    assert (vibration["value"], vibration["recorded_at"]) == (5.6, "2026-12-03T07:00:00Z")
+    assert details["vibration_zone"]["zone"] == "C"
 
 
 def test_a_bad_row_is_reported_as_file_line_reason_and_exits_1_writing_nothing(tmp_path: Path) -> None:
