@@ -68,3 +68,7 @@ def root(
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+if __name__ == "__main__":  # python -m doors.cli.main, as the console script does
+    main()
