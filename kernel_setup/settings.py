@@ -144,6 +144,14 @@ class AuditSettings(_Section):
     enabled: bool = True
 
 
+class PlantSettings(_Section):
+    """The site itself: what its records leave unsaid."""
+
+    model_config = ConfigDict(alias_generator=_alias)
+    time_zone: str | None = None
+    """The site's IANA time zone (``Europe/Berlin``) for imported timestamps without an offset; None refuses them."""
+
+
 class McpSettings(_Section):
     """The MCP server's HTTP transport.
 
@@ -203,6 +211,7 @@ class Settings(_Section):
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    plant: PlantSettings = Field(default_factory=PlantSettings)
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _source: str = PrivateAttr(default="built-in defaults")
 

@@ -48,7 +48,10 @@ def import_command(
     skip_bad: bool = typer.Option(False, "--skip-bad", help="Import the good rows of a file and report the bad ones."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Check and count everything; write nothing."),
     time_zone: str | None = typer.Option(
-        None, "--time-zone", help="The site's IANA time zone for timestamps without an offset, e.g. Europe/Berlin."
+        None,
+        "--time-zone",
+        help="The site's IANA time zone for timestamps without an offset, e.g. Europe/Berlin "
+        "(default: Plant.TimeZone).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON for machines."),
     principal: str = typer.Option(getpass.getuser(), "--as", help="Who imports (recorded in the audit trail)."),
@@ -65,7 +68,8 @@ def import_command(
     name_as = checked_principal(cli, principal)
 
     async def work() -> ImportReport:
-        zone = site_zone(time_zone)
+        named = time_zone or settings.plant.time_zone
+        zone = site_zone(named)
         db = await Database.open(settings.database_path)
         try:
             columns = (TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"))
@@ -75,7 +79,11 @@ def import_command(
                 )
                 if dry_run:  # writes nothing, so records nothing
                     return await run_import
-                arguments = {"folder": str(folder), "skip_bad": skip_bad, "time_zone": time_zone}
+                arguments = {
+                    "folder": str(folder),
+                    "skip_bad": skip_bad,
+                    "time_zone": named,
+                }
                 return await _audited(AuditLog(db), CallContext(principal=name_as, door="cli"), arguments, run_import)
         finally:
             await db.close()

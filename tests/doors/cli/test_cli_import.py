@@ -12,9 +12,9 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "plant"
 COUNTS = ("read", "added", "updated", "skipped", "rejected")
 
 
-def _settings(folder: Path) -> Path:
+def _settings(folder: Path, **extra: object) -> Path:
     path = folder / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "state/plant.db"}, "Qdrant": {"Path": ":memory:"}}))
+    path.write_text(json.dumps({"Database": {"Path": "state/plant.db"}, "Qdrant": {"Path": ":memory:"}, **extra}))
     return path
 
 
@@ -93,3 +93,24 @@ def test_a_missing_folder_or_unknown_time_zone_is_one_error_line_and_exit_2(tmp_
     assert result.stderr.strip().splitlines() == [
         "error: Unknown time zone 'Mars/Olympus': give an IANA name such as 'Europe/Berlin' or 'UTC'."
     ]
+
+
+def test_timestamps_without_an_offset_take_the_sites_zone_from_plant_time_zone(tmp_path: Path) -> None:
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (plant / "pumps.csv").write_text((EXAMPLE / "pumps.csv").read_text(encoding="utf-8"), encoding="utf-8")
+    (plant / "sensors.csv").write_text((EXAMPLE / "sensors.csv").read_text(encoding="utf-8"), encoding="utf-8")
+    sensor = (EXAMPLE / "sensors.csv").read_text(encoding="utf-8").splitlines()[1].split(",")
+    readings = (
+        "pump_id,sensor_type,recorded_at,value,unit\n"
+        + f"{sensor[0]},{sensor[1]},2026-12-01T09:00:00,1.5,{sensor[2]}\n"
+    )
+    (plant / "readings.csv").write_text(readings, encoding="utf-8")
+
+    refused = run_pumpops(_settings(tmp_path), "db", "import", str(plant))
+    assert refused.returncode == 1 and "has no UTC offset" in refused.stderr
+
+    settings = _settings(tmp_path, Plant={"TimeZone": "Europe/Berlin"})
+    imported = run_pumpops(settings, "db", "import", str(plant), "--json")
+    assert imported.returncode == 0, imported.stderr
+    assert _rows(settings, "SELECT recorded_at FROM readings WHERE value = 1.5") == [("2026-12-01T08:00:00Z",)]
