@@ -16,13 +16,13 @@ it holds for every chat service.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from checks.evidence import Evidence
 from checks.fallback import evidence_answer
 from checks.review import Finding, Review, retry_request, review_answer
-from checks.scope import REFUSAL, domain_words, off_topic
+from checks.scope import REFUSAL, off_topic
 from turn.events import Correction
 
 __all__ = ["AskAgain", "Settled", "TurnFacts", "settle_answer"]
@@ -53,9 +53,9 @@ class TurnFacts:
     question: str
     read_texts: Sequence[str]
     """The operator's messages and the session's tool results, this turn's included."""
-    earlier_texts: Sequence[str]
-    """The same, from before this turn's question only."""
-    tool_descriptions: Sequence[str]
+    domain: Collection[str]
+    """The words of the plant: the tools' descriptions and what the session read before this question
+    (`checks.scope.domain_words`)."""
 
 
 async def settle_answer(answer: str, facts: TurnFacts, ask_again: AskAgain) -> Settled:
@@ -65,11 +65,7 @@ async def settle_answer(answer: str, facts: TurnFacts, ask_again: AskAgain) -> S
         return Settled(answer, review)  # nothing to show or judge: the turn is degraded and says why
     findings = review.acting()
     if not findings:
-        why = off_topic(
-            facts.question,
-            facts.evidence,
-            domain_words([*facts.tool_descriptions, *facts.earlier_texts]),
-        )
+        why = off_topic(facts.question, facts.evidence, facts.domain)
         if why is None:
             return Settled(answer, review)
         return Settled(REFUSAL, _review(REFUSAL, facts), [Correction(check="off_topic", finding=why, action="refused")])

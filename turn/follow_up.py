@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chat.mentions import Mentions, enum_words, identifiers, tool_schemas
-from twin.identifiers import canonical_record_id
+from checks.evidence import canonical_id
 
 __all__ = ["Unasked", "asks_the_manuals", "unasked_values"]
 
@@ -30,12 +30,6 @@ _MANUALS = re.compile(
     r"|playbooks?|handbooks?|documentation|docs|procedures?|guidelines?|datasheets?|data sheets?)\b",
     re.IGNORECASE,
 )
-
-
-def _comparable(value: Any) -> str:
-    """A value as calls are compared: a record id canonical (``pump 7`` is ``PUMP-007``), else upper-cased."""
-    text = str(value)
-    return canonical_record_id(text) or text.strip().upper()
 
 
 def asks_the_manuals(message: str) -> bool:
@@ -72,16 +66,17 @@ def unasked_values(
     used: dict[str, set[str]] = {}
     for _, arguments in made:
         for key, value in arguments.items():
-            used.setdefault(key, set()).add(_comparable(value))
+            used.setdefault(key, set()).add(canonical_id(str(value)))
     for name, arguments in made:
         properties: Mapping[str, Any] = schemas.get(name, {}).get("properties") or {}
         for key, value in arguments.items():
             schema = properties.get(key) or {}
             named: list[Any] = said.enum_values(schema) or []
-            if "enum" not in schema and isinstance(value, str) and "-" in _comparable(value):
-                prefix = _comparable(value).split("-", 1)[0] + "-"
+            canonical = canonical_id(str(value))
+            if "enum" not in schema and isinstance(value, str) and "-" in canonical:
+                prefix = canonical.split("-", 1)[0] + "-"
                 named = [i for i in identifiers(message) if i.upper().startswith(prefix)]
-            unasked = tuple(dict.fromkeys(v for v in named if _comparable(v) not in used[key]))
+            unasked = tuple(dict.fromkeys(v for v in named if canonical_id(str(v)) not in used[key]))
             if unasked:
                 return Unasked(key, unasked)
     return None

@@ -44,7 +44,7 @@ from semantic_kernel.exceptions import KernelException
 
 from chat.mentions import tool_schemas
 from checks.claims import data_claim, measurement
-from checks.evidence import Evidence
+from checks.evidence import Evidence, canonical_id
 from checks.grounding import ungrounded_numbers
 from checks.reassurance import asks_for_reassurance
 from checks.record_ids import ungrounded_ids
@@ -198,4 +198,4 @@ def _advertised(kernel: Kernel) -> list[dict[str, Any]]:
 
 
 def _key(name: str, arguments: Mapping[str, Any]) -> str:
-    return name + json.dumps({k: str(v).upper() for k, v in arguments.items()}, sort_keys=True)
+    return name + json.dumps({k: canonical_id(str(v)) for k, v in arguments.items()}, sort_keys=True)

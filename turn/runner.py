@@ -157,7 +157,7 @@ class TurnRunner:
                 yield event
             answer = turn.answer
             # An id may come from earlier in the session: the operator's messages or the tools' results.
-            facts = TurnFacts(turn.evidence, question, read_texts(chat), earlier, self._tool_descriptions())
+            facts = TurnFacts(turn.evidence, question, read_texts(chat), turn.domain)
             settled = await settle_answer(answer, facts, lambda request: self._ask_again(chat, answer, request, turn))
         for delta in _released(settled, turn.pieces):
             yield delta
@@ -184,7 +184,7 @@ class TurnRunner:
             calls = [item for item in message.items if isinstance(item, FunctionCallContent)]
             # An answer written before this turn read any data: judged against what the session read before.
             unread = not (calls or last or turn.records)
-            earlier = [items_text(m) for m in chat.messages if m.role == AuthorRole.TOOL]
+            earlier = [items_text(m) for m in chat.messages if m.role == AuthorRole.TOOL] if unread else []
             claim = self._policies.claim_calls(message, question, self._kernel, turn.domain, earlier) if unread else []
             if calls:
                 chat.add_message(message)
