@@ -11,20 +11,16 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
+
+from kernel_setup.plant_settings import AlarmSettings, PlantSettings, TelemetrySettings, TriageSettings
+from kernel_setup.settings_sections import Section as _Section
+from kernel_setup.settings_sections import alias as _alias
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])"  # a DNS name, an IPv4 address or a bracketed IPv6 one
 _HOST_ENTRY = re.compile(rf"{_HOST}(?::(?:[0-9]{{1,5}}|\*))?")
 _ORIGIN_ENTRY = re.compile(rf"https?://{_HOST}(?::(?:[0-9]{{1,5}}|\*))?")
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-
-def _alias(name: str) -> str:
-    return "".join(part.capitalize() for part in name.split("_"))
 
 
 class ChatProvider(str, Enum):
@@ -144,14 +140,6 @@ class AuditSettings(_Section):
     enabled: bool = True
 
 
-class PlantSettings(_Section):
-    """The site itself: what its records leave unsaid."""
-
-    model_config = ConfigDict(alias_generator=_alias)
-    time_zone: str | None = None
-    """The site's IANA time zone (``Europe/Berlin``) for imported timestamps without an offset; None refuses them."""
-
-
 class McpSettings(_Section):
     """The MCP server's HTTP transport.
 
@@ -212,8 +200,21 @@ class Settings(_Section):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     plant: PlantSettings = Field(default_factory=PlantSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    alarms: AlarmSettings = Field(default_factory=AlarmSettings)
+    triage: TriageSettings = Field(default_factory=TriageSettings)
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _source: str = PrivateAttr(default="built-in defaults")
+
+    @model_validator(mode="after")
+    def _triage_broker_is_a_source(self) -> Settings:
+        names = [source.name for source in self.telemetry.mqtt]
+        if self.triage.mqtt_source is not None and self.triage.mqtt_source not in names:
+            raise ValueError(
+                f"Triage.MqttSource {self.triage.mqtt_source!r} names no Telemetry.Mqtt source; "
+                f"configured: {', '.join(names) or 'none'}"
+            )
+        return self
 
     @property
     def base_dir(self) -> Path:
@@ -240,4 +241,6 @@ class Settings(_Section):
         data = self.model_dump(mode="json", by_alias=True)
         secret = self.qdrant.api_key
         data["Qdrant"]["ApiKey"] = None if secret is None else "********"
+        for source in data["Telemetry"]["Mqtt"] + data["Telemetry"]["OpcUa"]:
+            source["Password"] = None if source.get("Password") is None else "********"
         return data

@@ -194,6 +194,32 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX work_orders_by_pump ON work_orders (pump_id, status)
         """,
     ),
+    Migration(
+        6,
+        "telemetry sources and alarm triage",
+        """
+        CREATE TABLE telemetry_sources (
+            name TEXT PRIMARY KEY,
+            kind TEXT NOT NULL CHECK (kind IN ('mqtt', 'opcua')),
+            state TEXT NOT NULL CHECK (state IN ('connecting', 'connected', 'failed', 'stopped')),
+            detail TEXT,
+            received INTEGER NOT NULL DEFAULT 0,
+            malformed INTEGER NOT NULL DEFAULT 0,
+            last_value_at TEXT,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE alarm_triage (
+            alarm_id TEXT PRIMARY KEY REFERENCES alarms (alarm_id),
+            status TEXT NOT NULL CHECK (status IN ('triaged', 'batched', 'skipped', 'failed')),
+            reason TEXT,
+            urgency TEXT,
+            batch_id TEXT,
+            result TEXT,
+            recorded_at TEXT NOT NULL
+        );
+        CREATE INDEX alarms_by_sensor ON alarms (pump_id, sensor_type, active)
+        """,
+    ),
 )
 
 
