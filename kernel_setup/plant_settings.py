@@ -151,7 +151,7 @@ class TelemetrySettings(Section):
 
     @model_validator(mode="after")
     def _unique_names(self) -> TelemetrySettings:
-        names = [s.name for s in (*self.mqtt, *self.opc_ua)]
+        names = [s.name for s in self.mqtt] + [s.name for s in self.opc_ua]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise ValueError(f"telemetry source names must be unique; repeated: {', '.join(repeated)}")

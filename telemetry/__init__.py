@@ -1,1 +1,1 @@
-"""Live plant data coming in: OPC UA and MQTT sources, batched writing, alarms raised from telemetry, the service."""
+"""Live plant data coming in: the OPC UA and MQTT sources, batched writing, and the service that runs them."""

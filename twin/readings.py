@@ -1,8 +1,7 @@
-"""A live reading as the sources hand it on, and the sink they hand it to."""
+"""A reading of one pump sensor as a live source hands it on (OPC UA, MQTT)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -28,7 +27,3 @@ class Reading:
             raise ValueError("a reading's time must carry its UTC offset")
         if self.at.tzinfo is not UTC:
             object.__setattr__(self, "at", self.at.astimezone(UTC))
-
-
-ReadingSink = Callable[[Reading], Awaitable[None]]
-"""Where a source puts each reading it receives (the service's batcher)."""
