@@ -34,6 +34,7 @@ from plugins.docs import DocsPlugin
 from plugins.work_orders import WorkOrdersPlugin
 from storage import Database
 from twin import AlarmService, AssetService, SensorService
+from twin.freshness import Clock, Staleness, utc_now
 from twin.sample_fleet import load_sample_fleet
 from twin.work_orders import WorkOrderService
 
@@ -141,6 +142,7 @@ async def open_app(
     embedder: Embedder | None = None,
     manuals: DocumentIndex | None = None,
     warn: Callable[[str], None] = _to_stderr,
+    clock: Clock = utc_now,
 ) -> AsyncIterator[AppContext]:
     """Open the database (created, migrated and, when empty, loaded with the sample fleet) and build the kernel.
 
@@ -148,7 +150,8 @@ async def open_app(
     shares an already loaded embedding model; ``manuals`` shares a manuals index the caller closes
     (one open index per local Qdrant folder). The manuals index opens Qdrant and loads the model only
     when first searched. ``warn`` receives one line per write that `Approval.Policy` lets run without
-    approval (default: stderr); each such start is also recorded in the audit trail.
+    approval (default: stderr); each such start is also recorded in the audit trail. ``clock`` is the time a latest
+    reading's age is measured against (`Telemetry.StaleAfterSeconds`; tests pass their own).
 
     Raises:
         SettingsError: `Approval.Policy` names a plugin or function the kernel does not have.
@@ -156,13 +159,14 @@ async def open_app(
     db = await Database.open(settings.database_path)
     owned = manuals is None
     manuals = manuals or document_index(settings, embedder)
+    staleness = Staleness(settings.telemetry.stale_after_seconds, clock)
     try:
         app = AppContext(
             settings=settings,
             db=db,
-            assets=AssetService(db),
+            assets=AssetService(db, staleness),
             alarms=AlarmService(db),
-            sensors=SensorService(db),
+            sensors=SensorService(db, staleness),
             audit=AuditLog(db),
             chat_client=ollama_client(settings.ollama, chat_transport),
             manuals=manuals,

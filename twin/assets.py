@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict
 
 from storage import Database
 from twin.errors import InvalidInputError, NotFoundError
+from twin.freshness import Staleness, stale_field
 from twin.identifiers import escape_like, normalize_pump_id
 from twin.iso10816 import ZoneAssessment, assess
 from twin.models import Foundation, PumpStatus, SensorType, Severity
@@ -49,6 +50,10 @@ class WorstPump(_Result):
     highest_active_severity: Severity | None
     vibration_mm_s: float | None
     reason: str
+    stale: bool | None = stale_field()
+    """True when ``vibration_mm_s`` is older than `Telemetry.StaleAfterSeconds`; absent otherwise."""
+    age_seconds: int | None = stale_field()
+    stale_note: str | None = stale_field()
 
 
 class SystemSummary(_Result):
@@ -71,6 +76,10 @@ class LatestReading(_Result):
     alarm_threshold: float
     bad_direction: str
     beyond_threshold: bool
+    stale: bool | None = stale_field()
+    """True when the value is older than `Telemetry.StaleAfterSeconds`; absent otherwise."""
+    age_seconds: int | None = stale_field()
+    """How old a stale value is; absent on a fresh one."""
 
 
 class ActiveAlarm(_Result):
@@ -102,13 +111,16 @@ class PumpDetails(_Result):
     latest_readings: list[LatestReading]
     vibration_zone: ZoneAssessment | None
     active_alarms: list[ActiveAlarm]
+    stale_note: str | None = stale_field()
+    """Present when a latest reading is stale (the vibration zone too, when the vibration is)."""
 
 
 class AssetService:
     """Read queries over pumps, answered from the registry database."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, staleness: Staleness | None = None) -> None:
         self._db = db
+        self._staleness = staleness or Staleness()
 
     async def system_summary(self) -> SystemSummary:
         """Count pumps by status and active alarms by severity, and find the worst pump in SQL."""
@@ -128,7 +140,8 @@ class AssetService:
                                          WHEN 'medium' THEN 2 ELSE 1 END) AS severity_rank
                 FROM alarms WHERE active = 1 GROUP BY pump_id
             )
-            SELECT p.pump_id, p.name, p.location, p.status, r.severity_rank, s.latest_value AS vibration
+            SELECT p.pump_id, p.name, p.location, p.status, r.severity_rank, s.latest_value AS vibration,
+                   s.latest_at AS vibration_at
             FROM pumps p
             LEFT JOIN ranked r ON r.pump_id = p.pump_id
             LEFT JOIN sensors s ON s.pump_id = p.pump_id AND s.sensor_type = 'vibration'
@@ -145,6 +158,7 @@ class AssetService:
                 if severity is not None
                 else "no active alarms; highest vibration"
             )
+            age = self._staleness.age(worst["vibration_at"]) if worst["vibration"] is not None else None
             worst_pump = WorstPump(
                 pump_id=worst["pump_id"],
                 name=worst["name"],
@@ -153,6 +167,9 @@ class AssetService:
                 highest_active_severity=severity,
                 vibration_mm_s=worst["vibration"],
                 reason=reason,
+                stale=True if age is not None else None,
+                age_seconds=age,
+                stale_note=self._staleness.note(1 if age is not None else 0),
             )
         return SystemSummary(
             total_pumps=sum(by_status.values()),
@@ -230,7 +247,7 @@ class AssetService:
             (wanted,),
         )
         foundation = Foundation(pump["foundation"])
-        readings = [_latest_reading(row) for row in sensors]
+        readings = [_latest_reading(row, self._staleness) for row in sensors]
         vibration = next((r for r in readings if r.sensor_type is SensorType.VIBRATION and r.value is not None), None)
         zone = assess(vibration.value, pump["machine_group"], foundation) if vibration and vibration.value else None
         return PumpDetails(
@@ -259,14 +276,16 @@ class AssetService:
                 )
                 for row in alarms
             ],
+            stale_note=self._staleness.note(sum(1 for r in readings if r.stale)),
         )
 
 
-def _latest_reading(row: object) -> LatestReading:
+def _latest_reading(row: object, staleness: Staleness) -> LatestReading:
     value = row["latest_value"]  # type: ignore[index]
     threshold = row["alarm_threshold"]  # type: ignore[index]
     direction = row["bad_direction"]  # type: ignore[index]
     beyond = value is not None and (value >= threshold if direction == "high" else value <= threshold)
+    age = staleness.age(row["latest_at"]) if value is not None else None  # type: ignore[index]
     return LatestReading(
         sensor_type=SensorType(row["sensor_type"]),  # type: ignore[index]
         value=value,
@@ -275,4 +294,6 @@ def _latest_reading(row: object) -> LatestReading:
         alarm_threshold=threshold,
         bad_direction=direction,
         beyond_threshold=beyond,
+        stale=True if age is not None else None,
+        age_seconds=age,
     )

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from storage import Database
 from twin.errors import InvalidInputError, NotFoundError
+from twin.freshness import Staleness, stale_field
 from twin.identifiers import normalize_pump_id
 from twin.iso10816 import Zone, assess
 from twin.models import SENSOR_SPECS, BadDirection, Foundation, SensorType
@@ -32,6 +33,10 @@ class SensorReading(BaseModel):
     alarm_threshold: float
     beyond_threshold: bool
     iso_zone: Zone | None = None
+    stale: bool | None = stale_field()
+    """True when the value is older than `Telemetry.StaleAfterSeconds`; absent otherwise."""
+    age_seconds: int | None = stale_field()
+    """How old a stale value is; absent on a fresh one."""
 
 
 class SensorReadingList(BaseModel):
@@ -47,6 +52,8 @@ class SensorReadingList(BaseModel):
     returned: int
     truncated: bool
     readings: list[SensorReading]
+    stale_note: str | None = stale_field()
+    """Present when a reading is stale: not to be presented as current."""
 
 
 class ProjectionStatus(str, Enum):
@@ -80,13 +87,18 @@ class SensorTrend(BaseModel):
     projection: ProjectionStatus
     projected_crossing_date: str | None
     days_until_crossing: float | None
+    stale: bool | None = stale_field()
+    """True when ``latest`` (recorded at ``window_end``) is older than `Telemetry.StaleAfterSeconds`."""
+    age_seconds: int | None = stale_field()
+    stale_note: str | None = stale_field()
 
 
 class SensorService:
     """Read queries over sensors and readings."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, staleness: Staleness | None = None) -> None:
         self._db = db
+        self._staleness = staleness or Staleness()
 
     async def latest_readings(
         self, sensor_type: SensorType, pump_id: str | None = None, min_value: float | None = None
@@ -112,7 +124,7 @@ class SensorService:
             "LIMIT ?4"
         )
         rows = await self._db.fetch_all(query, (*params, MAX_READINGS_LISTED))
-        readings = [_reading(row, sensor_type) for row in rows]
+        readings = [_reading(row, sensor_type, self._staleness) for row in rows]
         filters: dict[str, str | float] = {}
         if pump is not None:
             filters["pump_id"] = pump
@@ -128,6 +140,7 @@ class SensorService:
             returned=len(readings),
             truncated=count > len(readings),
             readings=readings,
+            stale_note=self._staleness.note(sum(1 for r in readings if r.stale)),
         )
 
     async def trend(self, pump_id: str, sensor_type: SensorType, days: int = 30) -> SensorTrend:
@@ -167,6 +180,7 @@ class SensorService:
         denominator = n * stats["sxx"] - stats["sx"] ** 2
         slope = (n * stats["sxy"] - stats["sx"] * stats["sy"]) / denominator if n >= 2 and denominator > 0 else None
         status, crossing, days_until = _project(latest, slope, threshold, spec.bad_direction, end_dt)
+        age = self._staleness.age(end)
         return empty.model_copy(
             update={
                 "window_start": start,
@@ -180,6 +194,9 @@ class SensorService:
                 "projection": status,
                 "projected_crossing_date": crossing,
                 "days_until_crossing": days_until,
+                "stale": True if age is not None else None,
+                "age_seconds": age,
+                "stale_note": self._staleness.note(1 if age is not None else 0),
             }
         )
 
@@ -202,7 +219,7 @@ class SensorService:
         return sensor
 
 
-def _reading(row: sqlite3.Row, sensor_type: SensorType) -> SensorReading:
+def _reading(row: sqlite3.Row, sensor_type: SensorType, staleness: Staleness) -> SensorReading:
     """One row of `SensorService.latest_readings` as a reading, with its ISO 10816-3 zone for vibration."""
     spec = SENSOR_SPECS[sensor_type]
     value = row["latest_value"]
@@ -221,6 +238,8 @@ def _reading(row: sqlite3.Row, sensor_type: SensorType) -> SensorReading:
         alarm_threshold=threshold,
         beyond_threshold=_beyond(value, threshold, spec.bad_direction),
         iso_zone=zone,
+        stale=True if (age := staleness.age(row["latest_at"])) is not None else None,
+        age_seconds=age,
     )
 
 
