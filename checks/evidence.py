@@ -15,7 +15,11 @@ is read, once per result. From the parsed value the evidence keeps, typed:
   id), named by its tool, with the record ids its result gives;
 * ``passages``: manual passages (title, section, similarity score, text);
 * ``trends``: every sensor trend (an object with a ``slope_per_day`` or a ``projection``): its pump, measurement,
-  window, latest value, range, slope and projection against the alarm threshold.
+  window, latest value, range, slope and projection against the alarm threshold;
+* ``stale_values``: every latest value an object marks ``"stale": true`` (older than `Telemetry.StaleAfterSeconds`,
+  `twin.freshness`): its ``value`` or ``latest`` (and their unit conversions, ``value_psi``) or the fleet summary's
+  ``vibration_mm_s``, with its pump, measurement, time and age. The readings, trends and zones of a stale value are
+  marked ``stale`` too, so the sentences code writes of them say so (`checks.sentences`).
 
 Text that is not JSON stays text: the checks read it as prose.
 """
@@ -24,18 +28,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from checks.vocabulary import SEVERITIES
 from governance import APPROVAL_ID
 from governance.effects import Effect
+from twin.freshness import STALE_FIELD
 from twin.identifiers import canonical_record_id
 from twin.iso10816 import ZONE_MEANING, Zone, assess
 from twin.models import Foundation
 
 __all__ = [
     "ID_FIELDS",
+    "STALE_VALUE_FIELDS",
     "Action",
     "AlarmFact",
     "Evidence",
@@ -50,6 +56,10 @@ __all__ = [
 
 ID_FIELDS = ("alarm_id", "work_order_id", "approval_id", "pump_id")
 """The fields that name a record, most specific first (an alarm object names a pump too)."""
+STALE_VALUE_FIELDS = {"value": None, "latest": None, "vibration_mm_s": "vibration"}
+"""The fields of an object marked stale that hold its stale value (a ``value_psi`` beside ``value`` too), with the
+measurement a field names itself (else the object's ``sensor_type``)."""
+_UNIT_OF = {"vibration_mm_s": "mm/s"}
 _NOT_JSON = object()
 
 
@@ -89,6 +99,9 @@ class Reading:
     recorded_at: str | None = None
     threshold: float | None = None
     zone: str | None = None
+    stale: bool = False
+    """The result marks the value stale: older than `Telemetry.StaleAfterSeconds`, not current."""
+    age_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +133,8 @@ class ZoneFact:
     value_mm_s: float | None
     meaning: str
     computed: bool = False
+    stale_at: str | None = None
+    """The time of the stale vibration the zone is judged from ("" when the results give none); None: not stale."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +183,8 @@ class Trend:
     projection: str | None
     crossing_date: str | None
     days_until_crossing: float | None
+    stale_at: str | None = None
+    """The time of the stale ``latest`` value ("" when the results give none); None: not stale."""
 
 
 @dataclass
@@ -183,6 +200,7 @@ class Evidence:
     actions: list[Action] = field(default_factory=list)
     passages: list[Passage] = field(default_factory=list)
     trends: list[Trend] = field(default_factory=list)
+    stale_values: list[Reading] = field(default_factory=list)
 
     @classmethod
     def of(cls, texts: Iterable[str]) -> Evidence:
@@ -237,6 +255,7 @@ class Evidence:
             self._file_zone(node, context)
             self._file_passage(node)
             self._file_trend(node, context)
+            self._file_stale(node, context)
             counts = node.get("active_alarms_by_severity")
             if isinstance(counts, dict):
                 for severity, count in counts.items():
@@ -244,6 +263,7 @@ class Evidence:
                     if name in SEVERITIES and isinstance(count, int) and not isinstance(count, bool) and count > 0:
                         self.alarm_counts[name] = max(self.alarm_counts.get(name, 0), count)
         self._compute_zones()
+        self._mark_stale_zones()
 
     def _file_alarm(self, node: dict[str, Any], context: dict[str, Any]) -> None:
         alarm_id, severity = node.get("alarm_id"), node.get("severity")
@@ -278,6 +298,8 @@ class Evidence:
                         recorded_at=_text(context.get("recorded_at") or context.get("raised_at")),
                         threshold=float(threshold) if isinstance(threshold, int | float) else None,
                         zone=_text(node.get("iso_zone")),
+                        stale=node.get(STALE_FIELD) is True,
+                        age_seconds=_number(node.get("age_seconds")),
                     )
                 )
 
@@ -320,8 +342,38 @@ class Evidence:
                 projection=_text(node.get("projection")),
                 crossing_date=_text(node.get("projected_crossing_date")),
                 days_until_crossing=_number(node.get("days_until_crossing")),
+                stale_at=(_text(node.get("window_end")) or "") if node.get(STALE_FIELD) is True else None,
             )
         )
+
+    def _file_stale(self, node: dict[str, Any], context: dict[str, Any]) -> None:
+        if node.get(STALE_FIELD) is not True:
+            return
+        pump = context.get("pump_id")
+        for key, value in node.items():
+            name = next((f for f in STALE_VALUE_FIELDS if key == f or key.startswith(f + "_")), None)
+            number = _number(value)
+            if name is None or number is None:
+                continue
+            quantity = STALE_VALUE_FIELDS[name] or context.get("sensor_type")
+            self.stale_values.append(
+                Reading(
+                    pump=canonical_id(pump) if isinstance(pump, str) else None,
+                    quantity=str(quantity or "value"),
+                    value=number,
+                    unit=(_text(context.get("unit")) or _UNIT_OF.get(name)) if key == name else key[len(name) + 1 :],
+                    recorded_at=_text(node.get("recorded_at") or node.get("window_end")),
+                    stale=True,
+                    age_seconds=_number(node.get("age_seconds")),
+                )
+            )
+
+    def _mark_stale_zones(self) -> None:
+        """A zone judged from a stale vibration is stale too."""
+        for pump, zone in list(self.zones.items()):
+            stale = next((r for r in self.stale_values if r.pump == pump and r.quantity == "vibration"), None)
+            if stale is not None and zone.stale_at is None and zone.value_mm_s in {None, stale.value}:
+                self.zones[pump] = replace(zone, stale_at=stale.recorded_at or "")
 
     def _compute_zones(self) -> None:
         """Zones the results do not give, from a pump's latest vibration and its machine group and foundation."""

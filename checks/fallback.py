@@ -3,7 +3,8 @@
 It says plainly what the turn's results show, nothing more: the writes executed and those parked for approval
 (with their approval ids), or that nothing was done; each pump's vibration zone of C or worse with its value,
 unit and the zone's meaning from the ISO table; the active alarms, most severe first; the readings of the pumps
-a comparison named. Every number and id in it is copied from the results, so it passes the checks it replaces.
+a comparison named; the stale values an answer gave as current, each with its reading time and marked stale.
+Every number and id in it is copied from the results, so it passes the checks it replaces.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def evidence_answer(evidence: Evidence, findings: Sequence[Finding], question: s
     lines += _alarms(evidence)
     if "misstated_comparisons" in checks:
         lines += [reading_sentence(r) for r in _readings(evidence, [question, *(f.finding for f in findings)])]
+    if "stale_readings" in checks:
+        lines += [reading_sentence(r) for r in _stale(evidence)]
     if len(lines) == 1:
         ran = sorted({r.tool for r in evidence.results if r.tool})
         lines.append(f"Tools run: {', '.join(ran)}." if ran else "No tool ran in this turn.")
@@ -56,6 +59,14 @@ def _alarms(evidence: Evidence) -> list[str]:
     told = [alarm_phrase(alarm) for alarm in alarms[:_MAX_ALARMS]]
     more = f" and {len(alarms) - _MAX_ALARMS} more" if len(alarms) > _MAX_ALARMS else ""
     return [f"Active alarms, most severe first: {'; '.join(told)}{more}."]
+
+
+def _stale(evidence: Evidence) -> list[Reading]:
+    """The stale values, one per pump and measurement (a converted ``value_psi`` left out)."""
+    first: dict[tuple[str | None, str], Reading] = {}
+    for reading in evidence.stale_values:
+        first.setdefault((reading.pump, reading.quantity), reading)
+    return list(first.values())[:_MAX_READINGS]
 
 
 def _readings(evidence: Evidence, texts: Sequence[str]) -> list[Reading]:

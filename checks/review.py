@@ -2,8 +2,9 @@
 
 Acting findings stop an answer from being shown as written: an unbacked action claim, a zone-D pump let run as
 normal, an all-clear over active alarms, a misstated severity, a comparison the numbers contradict, a record id
-no result or message holds. Ungrounded numbers and numbers told of another pump stay warnings under the answer:
-rounding, units and restated figures make them too noisy to rewrite an answer over.
+no result or message holds, a value the results mark stale stated as the current one. Ungrounded numbers and
+numbers told of another pump stay warnings under the answer: rounding, units and restated figures make them too
+noisy to rewrite an answer over.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from checks.rankings import misranked_pumps
 from checks.reassurance import misstated_severities, overlooked_alarms
 from checks.record_ids import ungrounded_ids
 from checks.safety import unsafe_reassurance
+from checks.staleness import stale_as_current
 
 __all__ = ["ACTING_CHECKS", "Finding", "Review", "retry_request", "review_answer"]
 
@@ -35,6 +37,10 @@ ACTING_CHECKS: dict[str, str] = {
     "misstated_severities": "Give each alarm the severity its tool result gives.",
     "misstated_comparisons": "Compare values exactly as the numbers in the tool results order them.",
     "ungrounded_ids": "Name only the record ids that the tool results or the operator gave.",
+    "stale_readings": (
+        "A value the tool results mark stale is not current: give it with its reading time and say it is stale; "
+        "never state it as the current value."
+    ),
 }
 """Each acting check, with what the model is told when it answers again."""
 
@@ -59,6 +65,7 @@ class Review:
     misstated_comparisons: list[str]
     unbacked_actions: list[str]
     unsafe_reassurance: list[str]
+    stale_readings: list[str]
 
     def acting(self) -> list[Finding]:
         """The findings that stop the answer from being shown as written, most serious check first."""
@@ -83,6 +90,7 @@ def review_answer(answer: str, evidence: Evidence, question: str, read_texts: Se
         misstated_comparisons=[*misstated_comparisons(answer), *misranked_pumps(answer, evidence)],
         unbacked_actions=unbacked_actions(answer, evidence),
         unsafe_reassurance=unsafe_reassurance(answer, evidence, question),
+        stale_readings=stale_as_current(answer, evidence),
     )
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "passage_sentence",
     "pump_sentence",
     "reading_sentence",
+    "stale_phrase",
     "trend_sentence",
     "work_order_sentence",
     "zone_sentence",
@@ -58,10 +59,17 @@ def action_sentence(action: Action) -> str:
     return f"Not carried out: {action.tool} ({action.status})."
 
 
+def stale_phrase(recorded_at: str | None) -> str:
+    """What a stale value is given with: ``last reading at 2026-12-06 10:00 UTC, stale`` (or just ``stale``)."""
+    at = _timestamp(recorded_at)
+    return f"last reading at {at}, stale" if at else "stale"
+
+
 def zone_sentence(zone: ZoneFact) -> str:
-    """A pump's ISO 10816-3 zone with its vibration and the zone's meaning from the ISO table."""
+    """A pump's ISO 10816-3 zone with its vibration and the zone's meaning (a stale one's with its time)."""
     value = f"vibration {number(zone.value_mm_s)} mm/s, " if zone.value_mm_s is not None else ""
-    return f"{zone.pump}: {value}ISO 10816-3 zone {zone.zone.value} ({zone.meaning})."
+    stale = f" ({stale_phrase(zone.stale_at)})" if zone.stale_at is not None else ""
+    return f"{zone.pump}: {value}ISO 10816-3 zone {zone.zone.value} ({zone.meaning}){stale}."
 
 
 def alarm_phrase(alarm: AlarmFact) -> str:
@@ -85,7 +93,8 @@ def reading_sentence(reading: Reading) -> str:
     unit = f" {reading.unit}" if reading.unit else ""
     threshold = f" (alarm threshold {number(reading.threshold)})" if reading.threshold is not None else ""
     pump = f"{reading.pump} " if reading.pump else ""
-    return f"{pump}{_words(reading.quantity)}: {number(reading.value)}{unit}{threshold}."
+    stale = f", {stale_phrase(reading.recorded_at)}" if reading.stale else ""
+    return f"{pump}{_words(reading.quantity)}: {number(reading.value)}{unit}{threshold}{stale}."
 
 
 def trend_sentence(trend: Trend) -> str:
@@ -94,7 +103,8 @@ def trend_sentence(trend: Trend) -> str:
     window = f" over {trend.window_days} days" if trend.window_days is not None else ""
     parts = []
     if trend.latest is not None:
-        parts.append(f"latest {number(trend.latest)}{unit}")
+        stale = f" ({stale_phrase(trend.stale_at)})" if trend.stale_at is not None else ""
+        parts.append(f"latest {number(trend.latest)}{unit}{stale}")
     if trend.minimum is not None and trend.maximum is not None:
         parts.append(f"between {number(trend.minimum)} and {number(trend.maximum)}")
     if trend.slope_per_day is not None:
@@ -201,3 +211,11 @@ def _trimmed(text: str, limit: int) -> str:
     if end >= limit // 2:
         return cut[: end + 1]
     return cut.rsplit(" ", 1)[0] + " …"
+
+
+def _timestamp(value: str | None) -> str:
+    """An ISO-8601 UTC time as ``2026-12-06 10:00 UTC``; other text as it is; "" for none."""
+    if not value:
+        return ""
+    found = re.fullmatch(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|\+00:00)", value)
+    return f"{found.group(1)} {found.group(2)} UTC" if found else value

@@ -27,6 +27,7 @@ __all__ = [
     "RANK_LOWER",
     "SCOPING_WORDS",
     "SEVERITIES",
+    "STALE_QUALIFIERS",
     "STANDARD_BODIES",
     "TROUBLE_WORDS",
     "alternation",
@@ -134,6 +135,16 @@ KEEP_RUNNING_PHRASES = (
     r"(?:continue|resume|return to) normal (?:running|operations?|service)",
 )
 """Regular expressions (case-insensitive), each a way to say a pump may keep running as normal."""
+
+# Words that tell a value is not the current one ("the last reading, 2 hours ago, was 4.2 mm/s"): a sentence giving
+# a stale value with one of them, or with a date or a clock time, does not present it as current. "Latest" and
+# "current" are not among them: they present a value as the newest there is.
+STALE_QUALIFIERS = (
+    "stale", "last", "as of", "recorded", "ago", "old", "older", "outdated", "out of date", "out-of-date",
+    "not current", "no longer current", "not up to date", "not live", "not been updated", "not updated",
+    "no recent", "no new", "no fresh", "previous", "previously", "earlier", "dated", "since", "at the time",
+    "last updated", "last known", "hours old", "minutes old", "delayed", "lagging",
+)  # fmt: skip
 
 # Off-topic questions: the words that carry no subject ("what is the …") are left out before a question's words
 # are looked up among the domain's.
