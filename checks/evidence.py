@@ -363,6 +363,7 @@ class Evidence:
                     value=number,
                     unit=(_text(context.get("unit")) or _UNIT_OF.get(name)) if key == name else key[len(name) + 1 :],
                     recorded_at=_text(node.get("recorded_at") or node.get("window_end")),
+                    threshold=_number(context.get("alarm_threshold")) if key == name else None,
                     stale=True,
                     age_seconds=_number(node.get("age_seconds")),
                 )
