@@ -9,7 +9,8 @@ a finding unless it says the value is not current: a qualifier word (`checks.voc
 * a number matches a stale value as the grounding check matches numbers (`checks.numbers`: formatting and rounding
   to the answer's precision); a small integer (0-10, rule 3 there) only when equal and in a sentence naming its
   pump; a percentage never;
-* a number that is also a fresh value of the same pump is not judged (the sentence may mean that one).
+* a number that is also a fresh value of the same pump is not judged (the sentence may mean that one); a
+  measurement whose latest value is stale has no fresh value (an alarm's value at raising is older still).
 """
 
 from __future__ import annotations
@@ -40,9 +41,10 @@ def stale_as_current(answer: str, evidence: Evidence) -> list[str]:
     """
     if not evidence.stale_values:
         return []
+    stale = {(v.pump, v.quantity) for v in evidence.stale_values}
     fresh: dict[str | None, set[Decimal]] = {}
     for reading in evidence.readings:
-        if not reading.stale:
+        if not reading.stale and (reading.pump, reading.quantity) not in stale:
             fresh.setdefault(reading.pump, set()).add(_decimal(reading.value))
     found: dict[str, None] = {}
     for sentence in SENTENCE_BREAK.split(answer.replace("\u2019", "'")):

@@ -116,3 +116,9 @@ def test_the_sentences_code_writes_mark_a_stale_reading_and_zone() -> None:
     assert reading_sentence(evidence.readings[0]).endswith("last reading at 2026-12-06 10:00 UTC, stale.")
     assert not reading_sentence(evidence.readings[1]).endswith("stale.")
     assert zone_sentence(evidence.zones["PUMP-003"]).endswith("(last reading at 2026-12-06 10:00 UTC, stale).")
+
+
+def test_an_alarm_value_of_the_stale_measurement_does_not_make_it_fresh() -> None:
+    alarm = {"pump_id": "PUMP-003", "active_alarms": [{"alarm_id": "ALM-0009", "severity": "high",
+                                                      "sensor_type": "vibration", "value": 4.2}]}  # fmt: skip
+    assert stale_as_current("PUMP-003 vibration is 4.2 mm/s.", Evidence.of([DETAILS, json.dumps(alarm)])) != []
