@@ -18,6 +18,14 @@ from telemetry.sources.mqtt_payload import MalformedMessage, TopicPattern, parse
 
 QOS = 1
 KEEPALIVE_SECONDS = 30
+# A clean session on every connect, under a stable client id. A persistent session (clean_session=False) would let
+# the broker queue QoS-1 messages while the connection is briefly down, but amqtt 0.12 (the broker the tests and a
+# simulator run in-process) resumes such a session without delivering anything to it, so the source would look
+# connected and receive nothing. What a clean session costs: values published while the connection is down are
+# lost; the next values follow within a sampling interval, and alarms need a value to stay beyond its threshold.
+# Were a persistent session used, the duplicates it redelivers after a reconnect would be harmless: the store keys
+# readings by (sensor, timestamp) and drops a second copy.
+CLEAN_SESSION = True
 
 
 class MqttSource(ReconnectingSource):
@@ -30,10 +38,7 @@ class MqttSource(ReconnectingSource):
         super().__init__(settings.name, reconnect_min=reconnect_min, reconnect_max=reconnect_max)
         self._settings = settings
         self._pattern = TopicPattern(settings.topic)
-        # A stable client id with a persistent session (clean_session=False): the broker keeps the subscription
-        # and queues QoS-1 messages while the connection is briefly down, and delivers them on reconnect. A message
-        # may then arrive twice; that is harmless because the store keys readings by (sensor, timestamp) and drops
-        # the second copy.
+        # A stable id: the broker's logs and ACLs see the same client across reconnects.
         self._client_id = settings.client_id or f"pumpops-{settings.name}"
         self._tls: ssl.SSLContext | None = None
 
@@ -53,7 +58,7 @@ class MqttSource(ReconnectingSource):
             username=settings.username,
             password=settings.password.get_secret_value() if settings.password else None,
             identifier=self._client_id,
-            clean_session=False,
+            clean_session=CLEAN_SESSION,
             keepalive=KEEPALIVE_SECONDS,
             tls_context=self._tls,
         )
