@@ -139,16 +139,20 @@ class OpcUaPlant:
         self.variables: dict[str, PlantVariable] = {}
 
     async def start(self) -> None:
-        server = Server()
-        await server.init()
-        server.set_endpoint(self.endpoint)
-        namespace = await server.register_namespace("urn:pumpops:test-plant")
-        station = await server.nodes.objects.add_object(namespace, "Station1")
-        for name in self._names:
-            node = await station.add_variable(ua.NodeId(name, namespace), name, 0.0, varianttype=ua.VariantType.Double)
-            self.variables[name] = PlantVariable(node_id=f"ns={namespace};s={name}", node=node)
-        await server.start()
-        self._server = server
+        """Serve; the first start builds the address space (seconds), a restart reuses it."""
+        if self._server is None:
+            server = Server()
+            await server.init()
+            server.set_endpoint(self.endpoint)
+            namespace = await server.register_namespace("urn:pumpops:test-plant")
+            station = await server.nodes.objects.add_object(namespace, "Station1")
+            for name in self._names:
+                node = await station.add_variable(
+                    ua.NodeId(name, namespace), name, 0.0, varianttype=ua.VariantType.Double
+                )
+                self.variables[name] = PlantVariable(node_id=f"ns={namespace};s={name}", node=node)
+            self._server = server
+        await self._server.start()
 
     async def set(self, name: str, value: float, at: datetime | None = None, *, bad: bool = False) -> None:
         """Give ``name`` a new value, stamped ``at`` (the source timestamp), or a bad status."""
@@ -157,9 +161,9 @@ class OpcUaPlant:
         await self.variables[name].node.write_value(data)
 
     async def stop(self) -> None:
+        """Stop serving: every client connection closes."""
         if self._server is not None:
             await self._server.stop()
-            self._server = None
 
 
 @contextmanager

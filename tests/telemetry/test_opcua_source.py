@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import pytest_asyncio
 
 from kernel_setup.plant_settings import OpcUaNode, OpcUaSourceSettings
 from telemetry.sources.base import SourceState
@@ -17,9 +18,11 @@ from twin.models import SensorType
 
 T0 = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
 NAMES = ["P1.Vibration", "P1.Flow"]
+# One server for the module (building its address space takes seconds); each test runs its own source against it.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def plant() -> AsyncIterator[OpcUaPlant]:
     server = OpcUaPlant(free_port(), NAMES)
     await server.start()
@@ -97,19 +100,19 @@ async def test_out_of_order_source_timestamps_are_passed_on_unchanged(plant: Opc
     assert [r.at for r in got.readings if r.value in (5.0, 6.0)] == [T0 + timedelta(seconds=10), T0]
 
 
-async def test_a_server_down_at_start_is_retried_until_it_comes_up() -> None:
-    plant = OpcUaPlant(free_port(), NAMES)
-    source, got = _source(plant, {"P1.Vibration": "ns=2;s=P1.Vibration", "P1.Flow": "ns=2;s=P1.Flow"}), Collected()
+async def test_a_server_down_at_start_is_retried_until_it_comes_up(plant: OpcUaPlant) -> None:
+    await plant.stop()
+    source, got = _source(plant), Collected()
     task = asyncio.create_task(source.run(got.sink, got.on_status))
-    await got.until(lambda: got.states.count(SourceState.FAILED) >= 2, "two failed attempts")
-    await plant.start()
     try:
-        await got.connected()
-        await plant.set("P1.Vibration", 2.2, T0)
-        await got.until(lambda: 2.2 in _values(got), "a value")
-        await _stop(task)
+        await got.until(lambda: got.states.count(SourceState.FAILED) >= 2, "two failed attempts")
+        assert got.statuses[-1].detail  # a failed status says why
     finally:
-        await plant.stop()
+        await plant.start()
+    await got.connected()
+    await plant.set("P1.Vibration", 2.2, T0)
+    await got.until(lambda: 2.2 in _values(got), "a value")
+    await _stop(task)
 
 
 async def test_after_the_server_restarts_the_source_reconnects_and_values_arrive(plant: OpcUaPlant) -> None:
