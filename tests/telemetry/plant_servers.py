@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from amqtt.broker import Broker
@@ -147,17 +147,17 @@ class OpcUaPlant:
             namespace = await server.register_namespace("urn:pumpops:test-plant")
             station = await server.nodes.objects.add_object(namespace, "Station1")
             for name in self._names:
-                node = await station.add_variable(
-                    ua.NodeId(name, namespace), name, 0.0, varianttype=ua.VariantType.Double
-                )
-                self.variables[name] = PlantVariable(node_id=f"ns={namespace};s={name}", node=node)
+                node_id = f"ns={namespace};s={name}"
+                node = await station.add_variable(node_id, name, 0.0, varianttype=ua.VariantType.Double)
+                self.variables[name] = PlantVariable(node_id=node_id, node=node)
             self._server = server
         await self._server.start()
 
     async def set(self, name: str, value: float, at: datetime | None = None, *, bad: bool = False) -> None:
         """Give ``name`` a new value, stamped ``at`` (the source timestamp), or a bad status."""
-        status = ua.StatusCode(ua.StatusCodes.BadSensorFailure if bad else ua.StatusCodes.Good)
-        data = ua.DataValue(ua.Variant(value, ua.VariantType.Double), StatusCode=status, SourceTimestamp=at)
+        status = ua.StatusCode(ua.UInt32(ua.StatusCodes.BadSensorFailure if bad else ua.StatusCodes.Good))
+        stamp = cast("ua.DateTime | None", at)  # asyncua's DateTime is a datetime
+        data = ua.DataValue(ua.Variant(value, ua.VariantType.Double), StatusCode=status, SourceTimestamp=stamp)
         await self.variables[name].node.write_value(data)
 
     async def stop(self) -> None:
