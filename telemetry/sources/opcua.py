@@ -2,7 +2,7 @@
 
 Read-only: the client only uses the services that read (GetEndpoints, CreateSession/ActivateSession, Read,
 Browse, CreateSubscription, CreateMonitoredItems, Publish and the closing ones). It never writes a value, calls
-a method, or adds or deletes nodes or references; tests/telemetry/test_read_only.py records every request a
+a method, or adds or deletes nodes or references; tests/telemetry/test_opcua_source.py records every request a
 real server receives to prove it.
 """
 

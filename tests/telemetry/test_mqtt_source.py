@@ -144,3 +144,20 @@ async def test_after_a_dropped_connection_the_source_reconnects_and_values_arriv
     finally:
         await network.drop()
     assert [r.value for r in got.readings] == [2.0, 3.0]
+
+
+async def test_the_source_publishes_nothing_only_the_plant_does(broker: MqttBroker) -> None:
+    source, got = _source(broker.port), Collected()
+    task = asyncio.create_task(source.run(got.sink, got.on_status))
+    await got.connected()
+    await _publish(
+        broker.port,
+        ("acme/north/PUMP-006/vibration", payload(2.0, T0)),
+        ("acme/north/PUMP-006/vibration", b"not json"),
+    )
+    await got.until(lambda: source.status().malformed == 1, "both messages handled")
+    await _stop(task)
+
+    # The broker recorded every message any client published: all of them came from the plant's publisher.
+    assert broker.published
+    assert {client for client, _ in broker.published} == {PUBLISHER}

@@ -1,19 +1,22 @@
-"""The OPC UA source against a real asyncua server on 127.0.0.1: values, bad values, outages, reconnects."""
+"""The OPC UA source against a real asyncua server on 127.0.0.1: values, bad values, outages, reconnects, and
+the proof that it only reads (every service request the server receives is recorded)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import pytest_asyncio
+from asyncua import Client, ua
 
 from kernel_setup.plant_settings import OpcUaNode, OpcUaSourceSettings
 from telemetry.sources.base import SourceState
 from telemetry.sources.opcua import OpcUaSource
 from tests.telemetry.conftest import Collected
-from tests.telemetry.plant_servers import OpcUaPlant, free_port
+from tests.telemetry.plant_servers import OpcUaPlant, free_port, recorded_requests
 from twin.models import SensorType
 
 T0 = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
@@ -129,3 +132,47 @@ async def test_after_the_server_restarts_the_source_reconnects_and_values_arrive
     await plant.set("P1.Vibration", 7.5, T0 + timedelta(seconds=5))
     await got.until(lambda: 7.5 in _values(got), "a value after the restart")
     await _stop(task)
+
+
+# The services that change a server: none may ever reach it from the source.
+FORBIDDEN = {
+    "WriteRequest",
+    "CallRequest",
+    "AddNodesRequest",
+    "DeleteNodesRequest",
+    "AddReferencesRequest",
+    "DeleteReferencesRequest",
+    "HistoryUpdateRequest",
+}
+
+
+async def test_the_request_recorder_sees_a_write_when_a_client_writes(
+    plant: OpcUaPlant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with recorded_requests(monkeypatch) as requests:
+        async with Client(plant.endpoint) as writer:
+            node = writer.get_node(plant.variables["P1.Flow"].node_id)
+            # The variable is read-only, so the server refuses the write; the request still reached it.
+            with contextlib.suppress(ua.UaStatusCodeError):
+                await node.write_value(ua.Variant(1.0, ua.VariantType.Double))
+    assert "WriteRequest" in requests
+
+
+async def test_a_source_session_sends_only_reading_requests(plant: OpcUaPlant, monkeypatch: pytest.MonkeyPatch) -> None:
+    with recorded_requests(monkeypatch) as requests:
+        source, got = _source(plant), Collected()
+        task = asyncio.create_task(source.run(got.sink, got.on_status))
+        await got.connected()
+        await plant.set("P1.Vibration", 8.1, T0)
+        await got.until(lambda: 8.1 in _values(got), "a value")
+        await plant.stop()
+        await got.until(lambda: got.states[-1] is SourceState.FAILED, "the loss")
+        await plant.start()
+        await got.connected(times=2)
+        await plant.set("P1.Vibration", 8.2, T0 + timedelta(seconds=1))
+        await got.until(lambda: 8.2 in _values(got), "a value after the restart")
+        await _stop(task)
+
+    assert {"CreateSubscriptionRequest", "CreateMonitoredItemsRequest", "PublishRequest"} <= set(requests)
+    assert requests.count("CreateSessionRequest") == 2
+    assert FORBIDDEN.isdisjoint(requests), sorted(FORBIDDEN & set(requests))
