@@ -64,6 +64,7 @@ class AutoTriage:
         sinks: Sequence[Sink] | None = None,
         webhook_backoff_seconds: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        on_record: Callable[[TriageRecord], None] | None = None,
     ) -> None:
         """Set up the dispatcher; nothing runs until `run` or `run_once`.
 
@@ -75,6 +76,7 @@ class AutoTriage:
             sinks: Replaces the sinks the settings configure (an integrator's own).
             webhook_backoff_seconds: The first wait between webhook attempts; it doubles each time (at most 30 s).
             clock: Monotonic seconds for the per-minute budget (tests pass their own).
+            on_record: Called with each record once it is stored and delivered (e.g. to show progress).
 
         Raises:
             SettingsError: `Triage.MqttSource` names no configured MQTT source.
@@ -85,6 +87,7 @@ class AutoTriage:
         self._singles = SlidingBudget(settings.max_per_minute, clock=clock)
         self._batches = SlidingBudget(BATCHES_PER_MINUTE, clock=clock)
         self._baselined = False
+        self._on_record = on_record
         if sinks is not None:
             self._sinks = list(sinks)
         else:
@@ -109,21 +112,27 @@ class AutoTriage:
         """Handle what is pending now; return the records written (the first-run baseline included)."""
         records: list[TriageRecord] = []
         if not self._baselined:
-            records.extend(await self._log.baseline())
+            records.extend(self._noted(await self._log.baseline()))
             self._baselined = True
         pending = await self._log.pending()
         cleared = [p for p in pending if not p.alarm.active]
         if cleared:
-            records.extend(await self._skip_cleared(cleared))
+            records.extend(self._noted(await self._skip_cleared(cleared)))
         active = [p for p in pending if p.alarm.active]
         singles = active[: self._singles.left()]
         for item in singles:
             self._singles.spend()
-            records.extend(await self._triage_one(item))
+            records.extend(self._noted(await self._triage_one(item)))
         flood = active[len(singles) :][:MAX_BATCH]
         if flood and self._batches.left():
             self._batches.spend()
-            records.extend(await self._triage_batch(flood))
+            records.extend(self._noted(await self._triage_batch(flood)))
+        return records
+
+    def _noted(self, records: list[TriageRecord]) -> list[TriageRecord]:
+        if self._on_record is not None:
+            for record in records:
+                self._on_record(record)
         return records
 
     async def _skip_cleared(self, cleared: list[Pending]) -> list[TriageRecord]:
