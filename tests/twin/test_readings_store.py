@@ -45,6 +45,8 @@ async def test_duplicates_are_dropped_and_counted_keeping_the_first_value(db: Da
     assert [r.value for r in batch.inserted] == [2.3]
     assert batch.duplicates == 2
     assert await history(db, "PUMP-001-vibration") == [("2030-01-01T12:00:00Z", 2.2), ("2030-01-01T12:00:01Z", 2.3)]
+    row = await db.fetch_one("SELECT latest_value, latest_at FROM sensors WHERE sensor_id = 'PUMP-001-vibration'")
+    assert row is not None and (row["latest_value"], row["latest_at"]) == (2.3, "2030-01-01T12:00:01Z")
 
 
 async def test_a_late_reading_is_stored_but_never_moves_the_latest_value_back(db: Database) -> None:
