@@ -220,6 +220,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX alarms_by_sensor ON alarms (pump_id, sensor_type, active)
         """,
     ),
+    Migration(
+        7,
+        "alarm origin",
+        # Who raised an alarm: 'telemetry' for twin.alarm_rules (so a restart finds the alarms it may clear);
+        # NULL for alarms loaded, generated or imported into the registry.
+        """
+        ALTER TABLE alarms ADD COLUMN origin TEXT
+        """,
+    ),
 )
 
 

@@ -1,0 +1,319 @@
+"""Alarms raised and cleared from live readings: a duration beyond the threshold, a deadband and a clear duration.
+
+Rules, per sensor (times are the readings' own timestamps, never the wall clock):
+- A reading is *beyond* when its value is above the sensor's alarm threshold (bad direction high) or below it
+  (bad direction low).
+- An alarm is raised once the value has been beyond without a break for at least ``raise_after_seconds``
+  (with 0, one reading beyond raises). A reading back inside before then restarts the wait, so a value flapping
+  around the threshold in shorter spans never raises. The alarm's ``raised_at`` is when the value went beyond.
+- Once raised, a value counts as back *inside* only past the deadband: at or below the threshold minus
+  ``deadband_percent`` of |threshold| (bad direction high; above the threshold plus it for low). The alarm clears
+  (``active = 0``, ``cleared_at`` the reading's time) once the value has stayed inside ``clear_after_seconds``.
+- Severity: vibration takes its ISO 10816-3 zone (D critical, C high, B medium, A low) for the pump's machine
+  group and foundation; other sensors the highest configured level the value reaches (``levels``), else
+  medium. While raised, severity only escalates (the row's severity, value and message follow).
+- An alarm this engine raised carries ``origin = 'telemetry'``; only those are cleared by it, and a restart
+  takes them up again instead of raising twice. A sensor with an active alarm of any other origin (imported,
+  loaded) gets no second alarm, and that alarm is left alone.
+- A reading older than the last one seen for its sensor is ignored: the rules follow each sensor forward.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import aiosqlite
+
+from storage import Database
+from twin.iso10816 import Zone, assess
+from twin.models import BadDirection, Foundation, SensorType, Severity
+from twin.readings import Reading, format_ts
+
+logger = logging.getLogger(__name__)
+
+ORIGIN = "telemetry"
+_ZONE_SEVERITY = {Zone.A: Severity.LOW, Zone.B: Severity.MEDIUM, Zone.C: Severity.HIGH, Zone.D: Severity.CRITICAL}
+
+
+@dataclass(frozen=True, slots=True)
+class _Sensor:
+    """What the rules need to know of one sensor and its pump."""
+
+    threshold: float
+    direction: BadDirection
+    unit: str
+    machine_group: int
+    foundation: Foundation
+
+
+@dataclass(slots=True)
+class _Alarm:
+    """An alarm this engine raised; ``alarm_id`` is None until it is written; ``dirty`` when the row must change."""
+
+    pump_id: str
+    sensor_type: SensorType
+    severity: Severity
+    value: float
+    message: str
+    raised_at: datetime
+    alarm_id: str | None = None
+    active: bool = True
+    cleared_at: datetime | None = None
+    dirty: bool = True
+
+
+@dataclass(slots=True)
+class _State:
+    """Where one sensor stands: since when beyond (not raised), since when inside (raised), its alarm."""
+
+    last_at: datetime | None = None
+    beyond_since: datetime | None = None
+    inside_since: datetime | None = None
+    alarm: _Alarm | None = None
+
+
+class AlarmRules:
+    """Raises and clears alarms from readings as the module's rules say; call `start` before `observe`."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        raise_after_seconds: float,
+        clear_after_seconds: float,
+        deadband_percent: float,
+        levels: Mapping[str, Mapping[str, float]],
+    ) -> None:
+        self._db = db
+        self._raise_after = timedelta(seconds=raise_after_seconds)
+        self._clear_after = timedelta(seconds=clear_after_seconds)
+        self._deadband = deadband_percent / 100.0
+        self._levels = {
+            sensor: sorted(((Severity(name), value) for name, value in named.items()), key=lambda lv: lv[0].rank)
+            for sensor, named in levels.items()
+        }
+        self._sensors: dict[tuple[str, str], _Sensor] = {}
+        self._states: dict[tuple[str, str], _State] = {}
+
+    async def start(self) -> None:
+        """Load the sensors (thresholds, directions, pump classes) and the active alarms this engine raised."""
+        await self._load_sensors()
+        rows = await self._db.fetch_all(
+            "SELECT alarm_id, pump_id, sensor_type, severity, value, message, raised_at FROM alarms "
+            "WHERE active = 1 AND origin = ? AND sensor_type IS NOT NULL",
+            (ORIGIN,),
+        )
+        for row in rows:
+            alarm = _Alarm(
+                pump_id=row["pump_id"],
+                sensor_type=SensorType(row["sensor_type"]),
+                severity=Severity(row["severity"]),
+                value=row["value"] if row["value"] is not None else 0.0,
+                message=row["message"],
+                raised_at=_parse_ts(row["raised_at"]),
+                alarm_id=row["alarm_id"],
+                dirty=False,
+            )
+            self._states.setdefault((alarm.pump_id, alarm.sensor_type.value), _State()).alarm = alarm
+
+    async def observe(self, readings: Sequence[Reading]) -> list[str]:
+        """Apply the rules to readings (oldest first); write what changed in one transaction; return new alarm ids."""
+        if any((r.pump_id, r.sensor_type.value) not in self._sensors for r in readings):
+            await self._load_sensors()  # a sensor imported while running
+        changed: dict[int, _Alarm] = {}
+        foreign: dict[tuple[str, str], bool] = {}
+        for reading in readings:
+            key = (reading.pump_id, reading.sensor_type.value)
+            sensor = self._sensors.get(key)
+            if sensor is None:
+                continue
+            state = self._states.setdefault(key, _State())
+            if state.last_at is not None and reading.at < state.last_at:
+                continue
+            state.last_at = reading.at
+            alarm = state.alarm
+            if alarm is None:
+                if await self._maybe_raise(state, sensor, reading, foreign):
+                    assert state.alarm is not None
+                    changed[id(state.alarm)] = state.alarm
+            else:
+                self._follow(state, alarm, sensor, reading)
+                if alarm.dirty:
+                    changed[id(alarm)] = alarm
+                if not alarm.active:
+                    state.alarm = None
+        if not changed:
+            return []
+        return await self._write(list(changed.values()))
+
+    async def _maybe_raise(
+        self, state: _State, sensor: _Sensor, reading: Reading, foreign: dict[tuple[str, str], bool]
+    ) -> bool:
+        """Track a sensor without an alarm of ours; raise when it has been beyond long enough. True if raised."""
+        if not _beyond(reading.value, sensor.threshold, sensor.direction):
+            state.beyond_since = None
+            return False
+        if state.beyond_since is None:
+            state.beyond_since = reading.at
+        if reading.at - state.beyond_since < self._raise_after:
+            return False
+        key = (reading.pump_id, reading.sensor_type.value)
+        # An active alarm of another origin (imported, loaded) stands for this sensor: no second alarm. Checked
+        # once per batch and sensor, only when a raise is due, so the common path reads nothing.
+        if key not in foreign:
+            foreign[key] = await self._has_active_alarm(reading.pump_id, reading.sensor_type.value)
+        if foreign[key]:
+            return False
+        severity = self._severity(sensor, reading)
+        state.alarm = _Alarm(
+            pump_id=reading.pump_id,
+            sensor_type=reading.sensor_type,
+            severity=severity,
+            value=reading.value,
+            message=_message(reading, sensor, reading.at - state.beyond_since),
+            raised_at=state.beyond_since,
+        )
+        state.inside_since = None
+        return True
+
+    def _follow(self, state: _State, alarm: _Alarm, sensor: _Sensor, reading: Reading) -> None:
+        """A sensor with an active alarm of ours: escalate it while beyond, clear it once inside long enough."""
+        margin = self._deadband * abs(sensor.threshold)
+        if sensor.direction is BadDirection.HIGH:
+            inside = reading.value <= sensor.threshold - margin
+        else:
+            inside = reading.value >= sensor.threshold + margin
+        if inside:
+            if state.inside_since is None:
+                state.inside_since = reading.at
+            if reading.at - state.inside_since >= self._clear_after:
+                alarm.active = False
+                alarm.cleared_at = reading.at
+                alarm.dirty = True
+                state.beyond_since = None
+                state.inside_since = None
+            return
+        state.inside_since = None
+        if not _beyond(reading.value, sensor.threshold, sensor.direction):
+            return  # inside the deadband: neither clearing nor worse
+        severity = self._severity(sensor, reading)
+        if severity.rank > alarm.severity.rank:
+            alarm.severity = severity
+            alarm.value = reading.value
+            alarm.message = _message(reading, sensor, reading.at - alarm.raised_at)
+            alarm.dirty = True
+
+    def _severity(self, sensor: _Sensor, reading: Reading) -> Severity:
+        """The ISO 10816-3 zone's severity for vibration; else the highest configured level reached, or medium."""
+        if reading.sensor_type is SensorType.VIBRATION:
+            return _ZONE_SEVERITY[assess(reading.value, sensor.machine_group, sensor.foundation).zone]
+        reached = [
+            severity
+            for severity, level in self._levels.get(reading.sensor_type.value, [])
+            if (reading.value >= level if sensor.direction is BadDirection.HIGH else reading.value <= level)
+        ]
+        return reached[-1] if reached else Severity.MEDIUM
+
+    async def _has_active_alarm(self, pump_id: str, sensor_type: str) -> bool:
+        row = await self._db.fetch_one(
+            "SELECT 1 FROM alarms WHERE pump_id = ? AND sensor_type = ? AND active = 1 LIMIT 1", (pump_id, sensor_type)
+        )
+        return row is not None
+
+    async def _load_sensors(self) -> None:
+        rows = await self._db.fetch_all(
+            "SELECT s.pump_id, s.sensor_type, s.unit, s.bad_direction, s.alarm_threshold, p.machine_group, "
+            "p.foundation FROM sensors s JOIN pumps p ON p.pump_id = s.pump_id"
+        )
+        self._sensors = {
+            (row["pump_id"], row["sensor_type"]): _Sensor(
+                threshold=row["alarm_threshold"],
+                direction=BadDirection(row["bad_direction"]),
+                unit=row["unit"],
+                machine_group=row["machine_group"],
+                foundation=Foundation(row["foundation"]),
+            )
+            for row in rows
+        }
+
+    async def _write(self, changed: list[_Alarm]) -> list[str]:
+        """Insert the new alarms and update the changed ones in one transaction; return the new ids."""
+        raised: list[str] = []
+        async with self._db.transaction() as conn:
+            number = await _next_alarm_number(conn)
+            for alarm in changed:
+                if alarm.alarm_id is None:
+                    alarm.alarm_id = f"ALM-{number:04d}"
+                    number += 1
+                    raised.append(alarm.alarm_id)
+                    await conn.execute(
+                        "INSERT INTO alarms (alarm_id, pump_id, sensor_type, severity, message, value, raised_at, "
+                        "active, cleared_at, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            alarm.alarm_id,
+                            alarm.pump_id,
+                            alarm.sensor_type.value,
+                            alarm.severity.value,
+                            alarm.message,
+                            alarm.value,
+                            format_ts(alarm.raised_at),
+                            int(alarm.active),
+                            None if alarm.cleared_at is None else format_ts(alarm.cleared_at),
+                            ORIGIN,
+                        ),
+                    )
+                else:
+                    await conn.execute(
+                        "UPDATE alarms SET severity = ?, value = ?, message = ?, active = ?, cleared_at = ? "
+                        "WHERE alarm_id = ? AND active = 1",
+                        (
+                            alarm.severity.value,
+                            alarm.value,
+                            alarm.message,
+                            int(alarm.active),
+                            None if alarm.cleared_at is None else format_ts(alarm.cleared_at),
+                            alarm.alarm_id,
+                        ),
+                    )
+        for alarm in changed:
+            alarm.dirty = False
+        if raised:
+            logger.info("raised %s from telemetry", ", ".join(raised))
+        return raised
+
+
+async def _next_alarm_number(conn: aiosqlite.Connection) -> int:
+    """One past the highest ``ALM-`` number in the registry (read inside the writing transaction)."""
+    rows = list(
+        await conn.execute_fetchall(
+            "SELECT MAX(CAST(substr(alarm_id, 5) AS INTEGER)) FROM alarms WHERE alarm_id GLOB 'ALM-[0-9]*'"
+        )
+    )
+    return (rows[0][0] or 0) + 1 if rows else 1
+
+
+def _beyond(value: float, threshold: float, direction: BadDirection) -> bool:
+    return value > threshold if direction is BadDirection.HIGH else value < threshold
+
+
+def _message(reading: Reading, sensor: _Sensor, duration: timedelta) -> str:
+    """E.g. ``vibration 9.4 mm/s beyond its alarm threshold 7.1 mm/s for 30 s (raised from telemetry)``."""
+    name = reading.sensor_type.value.replace("_", " ")
+    seconds = _number(round(duration.total_seconds(), 1))
+    return (
+        f"{name} {_number(reading.value)} {sensor.unit} beyond its alarm threshold {_number(sensor.threshold)} "
+        f"{sensor.unit} for {seconds} s (raised from telemetry)"
+    )
+
+
+def _number(value: float) -> str:
+    """A value as people write it: up to three decimals, no trailing zeros (``9.4``, ``1650``)."""
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _parse_ts(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
