@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 
+import httpx
 import typer
 
 from doors.cli.chat_render import tool_line, turn_flags, usage_line
@@ -35,8 +36,17 @@ def ask(
         raise typer.Exit(4)
 
 
-async def _ask(cli: CliState, question: str, session: str | None, principal: str, as_json: bool) -> TurnResult:
-    async with open_app(cli.settings()) as app:
+async def _ask(
+    cli: CliState,
+    question: str,
+    session: str | None,
+    principal: str,
+    as_json: bool,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> TurnResult:
+    """One turn, streamed to the terminal unless ``as_json``; ``transport`` replaces Ollama's (tests: a fake)."""
+    async with open_app(cli.settings(), chat_transport=transport) as app:
         await check_model(app)
         result: TurnResult | None = None
         async for event in runner_for(app).stream(question, session=session, principal=principal, door="cli"):

@@ -18,6 +18,8 @@ from doors.cli import (
     ingest_cmd,
     mcp_cmd,
     model_cmd,
+    simulate_cmd,
+    telemetry_cmd,
     tools_cmd,
     triage_cmd,
 )
@@ -36,6 +38,8 @@ app.add_typer(tools_cmd.app, name="tools")
 app.add_typer(audit_cmd.app, name="audit")
 app.add_typer(approvals_cmd.app, name="approvals")
 app.add_typer(model_cmd.app, name="model")
+app.add_typer(telemetry_cmd.app, name="telemetry")
+app.add_typer(simulate_cmd.app, name="simulate")
 app.command("ask")(ask_cmd.ask)
 app.command("ingest")(ingest_cmd.ingest_command)
 app.command("mcp")(mcp_cmd.mcp_command)

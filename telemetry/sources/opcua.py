@@ -79,8 +79,8 @@ class OpcUaSource(ReconnectingSource):
             nodes = [client.get_node(node.node_id) for node in settings.nodes]
             handler.nodes = {node.nodeid: spec for node, spec in zip(nodes, settings.nodes, strict=True)}
             if nodes:
-                results = await subscription.subscribe_data_change(
-                    nodes, sampling_interval=ua.Double(settings.sampling_interval_ms)
+                results = await subscription.create_monitored_items(
+                    _item(node, handle, settings.sampling_interval_ms) for handle, node in enumerate(nodes, 1)
                 )
                 refused = [
                     f"{spec.node_id} ({result.name})"
@@ -147,3 +147,28 @@ async def _close_quietly(client: Client) -> None:
         await asyncio.wait_for(client.disconnect(), timeout=2.0)
     except (TimeoutError, OSError, ConnectionError, ua.UaError):
         client.disconnect_socket()
+
+
+def _item(node: Node, handle: int, sampling_interval_ms: int | float) -> ua.MonitoredItemCreateRequest:
+    """A monitored item that reports a new source timestamp even when the value repeats.
+
+    A value that stays beyond its threshold is still a new reading each time the server stamps it: the alarm rules
+    measure how long a value has been beyond from these readings, so a repeat must arrive, not be filtered out as
+    "no change" (the default trigger, StatusValue, would).
+    """
+    item = ua.ReadValueId()
+    item.NodeId = node.nodeid
+    item.AttributeId = ua.AttributeIds.Value
+    parameters = ua.MonitoringParameters()
+    parameters.ClientHandle = handle
+    parameters.SamplingInterval = ua.Double(sampling_interval_ms)
+    parameters.QueueSize = 0
+    parameters.DiscardOldest = True
+    data_change = ua.DataChangeFilter()
+    data_change.Trigger = ua.DataChangeTrigger.StatusValueTimestamp
+    parameters.Filter = data_change
+    request = ua.MonitoredItemCreateRequest()
+    request.ItemToMonitor = item
+    request.MonitoringMode = ua.MonitoringMode.Reporting
+    request.RequestedParameters = parameters
+    return request

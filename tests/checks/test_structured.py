@@ -21,6 +21,7 @@ from checks.structured import (
 )
 from governance.effects import Effect
 from kernel_setup import AppContext
+from twin.models import SensorType
 
 CALLS: list[tuple[str, str, dict[str, Any]]] = [
     ("assets", "get_pump_details", {"pump_id": "PUMP-007"}),
@@ -93,11 +94,13 @@ async def test_cited_records_are_written_out_with_the_results_numbers_after_the_
     pump = record(records, "PUMP-006 (Transfer 2)")
     rendered = render_answer(reply(zone.id, trend.id, pump.id, zone.id, note="No, it should be stopped"), records)
     assert rendered is not None and rendered.dropped == [] and rendered.cited == [zone.id, trend.id, pump.id]
+    # The sample fleet is dated from today, so the projected day is the trend tool's own, whatever the hour.
+    projected = (await app.sensors.trend("PUMP-007", SensorType.BEARING_TEMPERATURE)).projected_crossing_date
     assert rendered.text.split("\n") == [
         "No, it should be stopped.",
         "PUMP-007: vibration 9.4 mm/s, ISO 10816-3 zone D (severe enough to cause damage).",
         "PUMP-007 bearing temperature over 30 days: latest 81 °C, between 72.52 and 83.77, changing 0.247 °C a day, "
-        "crosses threshold (alarm threshold 85), projected on 2026-12-22, in 16.2 days.",
+        f"crosses threshold (alarm threshold 85), projected on {projected}, in 16.2 days.",
         "PUMP-006 (Transfer 2) at Station-C, Deepline VT-600: status offline, 1 active alarm.",
     ]
 

@@ -1,0 +1,246 @@
+"""Live telemetry bench: the write path against a bare executemany, MQTT ingestion rate, publish-to-stored latency.
+
+1. Write path: the same readings go (a) through the service's `Batcher` and `ReadingStore` (batches of
+   ``Telemetry.BatchSize``, duplicate and latest-value rules included) and (b) through one bare ``sqlite3``
+   ``executemany`` into an identical database; prints both rates in readings/s and their ratio (target >= 0.7x).
+2. MQTT ingestion: an amqtt broker and a publisher, each in its own process on 127.0.0.1, and the service's MQTT
+   source, batcher and store in this one; ``--messages`` QoS-1 messages published as fast as the broker takes
+   them; prints readings stored per second from the first message stored to the last (target >= 5,000/s on 2 cores).
+3. Latency: the publisher paced at ``--rate`` readings/s (default 1,000) for ``--seconds``; each reading's time from
+   publish to stored (its batch committed); prints p50/p95 (target p95 < 1 s).
+
+Readings carry distinct whole-second timestamps (the registry keys readings on sensor and second). Figures only,
+not a test.
+
+Run:   .venv/bin/python bench/telemetry_bench.py
+Smoke: .venv/bin/python bench/telemetry_bench.py --readings 20000 --messages 5000 --seconds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import platform
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from kernel_setup.plant_settings import MqttSourceSettings
+from storage import Database
+from telemetry.batching import Batcher
+from telemetry.sources.mqtt import MqttSource
+from twin.models import SensorType
+from twin.readings import Reading, ReadingStore, StoredBatch, format_ts
+from twin.sample_fleet import load_sample_fleet
+
+BASE = datetime(2026, 1, 1, tzinfo=UTC)
+TOPIC = "bench/plant/{pump}/{sensor}"
+
+BROKER = """
+import asyncio, sys
+from amqtt.broker import Broker
+async def main():
+    broker = Broker({"listeners": {"default": {"type": "tcp", "bind": "127.0.0.1:%s"}},
+                     "plugins": {"amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}}})
+    await broker.start()
+    print("ready", flush=True)
+    await asyncio.Event().wait()
+asyncio.run(main())
+"""
+
+# argv: port, count, rate (0 = as fast as the broker takes them), sensors as pump:sensor,...; prints one line per
+# message as "index publish_time" when paced (the latency run reads them back).
+PUBLISHER = """
+import asyncio, json, sys, time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+import aiomqtt
+port, count, rate = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+sensors = [s.split(":") for s in sys.argv[4].split(",")]
+base = datetime(2026, 1, 1, tzinfo=UTC)
+async def main():
+    async with aiomqtt.Client("127.0.0.1", port, identifier="bench-publisher", max_inflight_messages=200) as client:
+        start = time.monotonic()
+        window = []
+        for i in range(count):
+            pump, sensor = sensors[i % len(sensors)]
+            at = (base + timedelta(seconds=i // len(sensors))).isoformat()
+            body = json.dumps({"value": float(i), "timestamp": at}).encode()
+            if rate:
+                due = start + i / rate
+                delay = due - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                sys.stdout.write(f"{i} {time.time()}\\n")
+                await client.publish(f"bench/plant/{pump}/{sensor}", body, qos=1)
+            else:
+                window.append(client.publish(f"bench/plant/{pump}/{sensor}", body, qos=1))
+                if len(window) == 200:
+                    await asyncio.gather(*window)
+                    window = []
+        await asyncio.gather(*window)
+    sys.stdout.flush()
+asyncio.run(main())
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def poll(condition: Callable[[], bool], seconds: float) -> None:
+    """Check ``condition`` every 50 ms until it holds or ``seconds`` pass."""
+    for _ in range(int(seconds / 0.05)):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def sample_db(folder: Path, name: str) -> tuple[Database, list[tuple[str, SensorType]]]:
+    db = await Database.open(folder / name)
+    await load_sample_fleet(db)
+    rows = await db.fetch_all("SELECT pump_id, sensor_type FROM sensors ORDER BY pump_id, sensor_type")
+    return db, [(row["pump_id"], SensorType(row["sensor_type"])) for row in rows]
+
+
+def readings(sensors: list[tuple[str, SensorType]], count: int) -> list[Reading]:
+    return [
+        Reading(pump, sensor, float(i), BASE + timedelta(seconds=i // len(sensors)), "bench")
+        for i, (pump, sensor) in ((i, sensors[i % len(sensors)]) for i in range(count))
+    ]
+
+
+async def write_path(folder: Path, count: int, batch_size: int) -> None:
+    db, sensors = await sample_db(folder, "service.db")
+    batch = readings(sensors, count)
+    batcher = Batcher(ReadingStore(db), batch_size=batch_size, flush_seconds=3600, on_stored=None)
+    loop = asyncio.create_task(batcher.run())
+    start = time.perf_counter()
+    for reading in batch:
+        await batcher.put(reading)
+    await batcher.close()
+    service = time.perf_counter() - start
+    await loop
+    await db.close()
+
+    bare_db, _ = await sample_db(folder, "bare.db")
+    ids = {
+        (row["pump_id"], row["sensor_type"]): row["sensor_id"]
+        for row in await bare_db.fetch_all("SELECT sensor_id, pump_id, sensor_type FROM sensors")
+    }
+    await bare_db.close()
+    rows = [(ids[(r.pump_id, r.sensor_type.value)], format_ts(r.at), r.value) for r in batch]
+    conn = sqlite3.connect(folder / "bare.db")
+    conn.execute("PRAGMA journal_mode=WAL")
+    start = time.perf_counter()
+    with conn:
+        conn.executemany("INSERT INTO readings (sensor_id, recorded_at, value) VALUES (?, ?, ?)", rows)
+    bare = time.perf_counter() - start
+    conn.close()
+    print(f"write path, {count:,} readings (batches of {batch_size}):")
+    print(f"  Batcher + ReadingStore   {count / service:>10,.0f} readings/s")
+    print(f"  bare sqlite3 executemany {count / bare:>10,.0f} readings/s (one transaction, row tuples prebuilt)")
+    print(f"  ratio {bare / service:.2f}x (service against bare; target >= 0.70x)")
+
+
+async def mqtt_run(folder: Path, port: int, count: int, rate: float, batch_size: int) -> tuple[float, list[float]]:
+    """Ingest ``count`` published readings; return the stored rate and, when paced, each reading's latency."""
+    db, sensors = await sample_db(folder, f"mqtt-{rate:g}.db")
+    stored_at: dict[int, float] = {}
+    first: list[float] = []
+
+    async def stored(batch: StoredBatch) -> None:
+        now = time.time()
+        if not first:
+            first.append(time.perf_counter())
+        for reading in batch.inserted:
+            stored_at[int(reading.value)] = now
+
+    batcher = Batcher(ReadingStore(db), batch_size=batch_size, flush_seconds=0.5, on_stored=stored)
+    source = MqttSource(
+        MqttSourceSettings(name="bench", host="127.0.0.1", port=port, topic=TOPIC, client_id="bench-source"),
+        reconnect_min=0.1,
+        reconnect_max=1.0,
+    )
+
+    async def ignore(_: object) -> None:
+        return None
+
+    batching = asyncio.create_task(batcher.run())
+    reading = asyncio.create_task(source.run(batcher.put, ignore))
+    await poll(lambda: source.status().state.value == "connected", 20)
+    spec = ",".join(f"{pump}:{sensor.value}" for pump, sensor in sensors)
+    publisher = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", PUBLISHER, str(port), str(count), str(rate), spec, stdout=subprocess.PIPE
+    )
+    out, _ = await publisher.communicate()
+    await poll(lambda: len(stored_at) >= count, 30)
+    last = time.perf_counter()
+    reading.cancel()
+    await asyncio.gather(reading, return_exceptions=True)
+    await batcher.close()
+    await batching
+    await db.close()
+    if len(stored_at) < count:
+        print(f"  (only {len(stored_at):,} of {count:,} readings stored within 30 s of the last publish)")
+    rate_stored = len(stored_at) / (last - first[0]) if first else 0.0
+    published = {int(i): float(t) for i, t in (line.split() for line in out.decode().splitlines())}
+    latencies = [stored_at[i] - t for i, t in published.items() if i in stored_at]
+    return rate_stored, latencies
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--readings", type=int, default=200_000, help="readings for the write-path comparison")
+    parser.add_argument("--messages", type=int, default=30_000, help="messages for the MQTT ingestion rate")
+    parser.add_argument("--rate", type=float, default=1000.0, help="readings/s for the latency run")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of the latency run")
+    parser.add_argument("--batch-size", type=int, default=500, help="Telemetry.BatchSize")
+    args = parser.parse_args()
+    print(
+        f"telemetry bench · Python {platform.python_version()} · {os.cpu_count()} CPUs · {datetime.now(UTC):%Y-%m-%d}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        await write_path(folder, args.readings, args.batch_size)
+        port = free_port()
+        broker = await asyncio.create_subprocess_exec(sys.executable, "-c", BROKER % port, stdout=subprocess.PIPE)
+        try:
+            assert broker.stdout is not None
+            await asyncio.wait_for(broker.stdout.readline(), 20)
+            rate, _ = await mqtt_run(folder, port, args.messages, 0, args.batch_size)
+            print(
+                f"MQTT ingestion, {args.messages:,} QoS-1 messages (amqtt broker and publisher in their own processes):"
+            )
+            print(f"  {rate:>10,.0f} readings/s stored (target >= 5,000/s)")
+            paced = int(args.rate * args.seconds)
+            _, latencies = await mqtt_run(folder, port, paced, args.rate, args.batch_size)
+            if latencies:
+                print(f"publish-to-stored latency at {args.rate:,.0f} readings/s for {args.seconds:g} s:")
+                print(
+                    f"  p50 {percentile(latencies, 0.5) * 1000:.0f} ms, p95 {percentile(latencies, 0.95) * 1000:.0f} ms"
+                    f", max {max(latencies) * 1000:.0f} ms over {len(latencies):,} readings (target p95 < 1 s)"
+                )
+        finally:
+            broker.kill()
+            with contextlib.suppress(Exception):
+                await broker.wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,187 @@
+"""`pumpops telemetry`: read the plant's live values (OPC UA, MQTT), raise alarms, triage them; and its status."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from datetime import UTC, datetime
+
+import httpx
+import typer
+from rich.table import Table
+
+from chat.factory import ModelUnavailableError
+from doors.auto_triage import AutoTriage
+from doors.cli.common import CliState, fail, print_json, run, state
+from doors.cli.safe_text import safe_text
+from kernel_setup.app import AppContext, open_app
+from kernel_setup.plant_settings import MqttSourceSettings
+from storage import Database
+from telemetry.service import ServiceCounts, TelemetryService
+from telemetry.status import SourceRecord, read_statuses
+from turn.factory import check_model
+
+app = typer.Typer(
+    help="Read the plant's live values from the configured OPC UA and MQTT sources (read-only to the plant).",
+    no_args_is_help=False,
+    invoke_without_command=True,
+)
+
+NO_SOURCES = (
+    "no telemetry source is configured: add an entry to Telemetry.OpcUa or Telemetry.Mqtt in appsettings.json "
+    "(README, 'Connecting your plant'), or try the example plant's simulator: pumpops simulate --help"
+)
+
+
+@app.callback(invoke_without_command=True)
+def telemetry_command(
+    ctx: typer.Context,
+    triage: bool | None = typer.Option(
+        None,
+        "--triage/--no-triage",
+        help="Triage each new alarm automatically alongside (default: the Triage.Automatic setting).",
+    ),
+) -> None:
+    """Run until Ctrl-C or SIGTERM: store each source's readings in batches, raise and clear alarms, triage them.
+
+    A failing source reconnects with backoff while the others go on; `pumpops telemetry status` shows each one.
+    Stopping writes what is held before exiting.
+    Example: pumpops telemetry --no-triage
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    cli = state(ctx)
+    settings = cli.settings()
+    if not settings.telemetry.mqtt and not settings.telemetry.opc_ua:
+        fail(cli, NO_SOURCES)
+    counts = run(cli, serve(cli, triage=settings.triage.automatic if triage is None else triage))
+    cli.err_console.print(
+        f"stopped: {counts.stored} readings stored, {counts.duplicates} duplicates dropped, "
+        f"{counts.unknown} for sensors the registry lacks, {counts.alarms_raised} alarms raised",
+        highlight=False,
+    )
+
+
+@app.command("status")
+def status_command(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print the sources as JSON."),
+) -> None:
+    """Show each source as the service last recorded it: state, counters, last value, and why it failed.
+
+    Example: pumpops telemetry status --json
+    """
+    cli = state(ctx)
+    settings = cli.settings()
+    records = run(cli, _statuses(settings.database_path))
+    configured = [s.name for s in settings.telemetry.opc_ua] + [s.name for s in settings.telemetry.mqtt]
+    recorded = {r.name for r in records}
+    never = [name for name in configured if name not in recorded]
+    if as_json:
+        print_json(cli, {"sources": [r.model_dump() for r in records], "never_run": never})
+        return
+    if not records and not never:
+        cli.console.print(NO_SOURCES, highlight=False)
+        return
+    table = Table("source", "kind", "state", "received", "malformed", "last value at", "updated", "detail")
+    for r in records:
+        colour = {"connected": "green", "failed": "red", "connecting": "yellow"}.get(r.state.value, "")
+        table.add_row(
+            safe_text(r.name),
+            r.kind,
+            f"[{colour}]{r.state.value}[/]" if colour else r.state.value,
+            str(r.received),
+            str(r.malformed),
+            r.last_value_at or "-",
+            _ago(r.updated_at),
+            safe_text(r.detail or ""),
+        )
+    for name in never:
+        table.add_row(safe_text(name), "", "never run", "", "", "", "", "configured; the service has not read it yet")
+    cli.console.print(table)
+
+
+async def _statuses(path: object) -> list[SourceRecord]:
+    db = await Database.open(str(path))
+    try:
+        return await read_statuses(db)
+    finally:
+        await db.close()
+
+
+async def serve(
+    cli: CliState,
+    *,
+    triage: bool,
+    transport: httpx.AsyncBaseTransport | None = None,
+    stop: asyncio.Event | None = None,
+) -> ServiceCounts:
+    """Run the service (and automatic triage when asked) until ``stop`` is set or Ctrl-C / SIGTERM arrives.
+
+    ``transport`` replaces the HTTP transport to Ollama and ``stop`` the signals (tests).
+    """
+    settings = cli.settings()
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not on this platform, or not main thread
+            loop.add_signal_handler(number, stop.set)
+    async with open_app(settings, chat_transport=transport) as app:
+
+        async def raised(alarm_ids: list[str]) -> None:
+            for alarm_id in alarm_ids:
+                alarm = await app.alarms.get(alarm_id)
+                cli.err_console.print(
+                    f"[bold red]alarm {safe_text(alarm.alarm_id)}[/] {safe_text(alarm.pump_id)} "
+                    f"{alarm.severity.value}: {safe_text(alarm.message)}",
+                    highlight=False,
+                )
+
+        service = TelemetryService(app.db, settings.telemetry, settings.alarms, on_raised=raised)
+        for source in service.sources:
+            cli.err_console.print(f"reading {safe_text(source.name)} ({source.kind})", highlight=False)
+        triaging = await _start_triage(cli, app) if triage else None
+        cli.err_console.print("Ctrl-C or SIGTERM stops (what is held is written first).", highlight=False)
+        try:
+            return await service.run(stop)
+        finally:
+            if triaging is not None:
+                triaging.cancel()
+                await asyncio.gather(triaging, return_exceptions=True)
+            for number in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(number)
+
+
+async def _start_triage(cli: CliState, app: AppContext) -> asyncio.Task[None] | None:
+    """Start automatic triage, or say why it cannot run (no model) and go on without it."""
+    try:
+        await check_model(app)
+    except ModelUnavailableError as exc:
+        cli.err_console.print(
+            f"[yellow]automatic triage is off: {safe_text(str(exc))}[/] New alarms stay untriaged until "
+            "`pumpops triage --watch` runs with a model.",
+            highlight=False,
+        )
+        return None
+    triage = app.settings.triage
+    mqtt = _mqtt_source(app, triage.mqtt_source)
+    cli.err_console.print("triaging each new alarm automatically", highlight=False)
+    return asyncio.create_task(AutoTriage(app, triage, mqtt=mqtt).run(), name="auto-triage")
+
+
+def _mqtt_source(app: AppContext, name: str | None) -> MqttSourceSettings | None:
+    return next((s for s in app.settings.telemetry.mqtt if s.name == name), None) if name else None
+
+
+def _ago(stamp: str) -> str:
+    try:
+        seconds = (datetime.now(UTC) - datetime.fromisoformat(stamp.replace("Z", "+00:00"))).total_seconds()
+    except ValueError:
+        return stamp
+    if seconds < 120:
+        return f"{seconds:.0f} s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min ago"
+    return stamp
