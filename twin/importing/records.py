@@ -15,6 +15,7 @@ from twin.importing import fields as f
 from twin.importing.errors import BadValueError
 from twin.importing.sources import NotJsonLine, RawRow, RecordKind
 from twin.models import SENSOR_SPECS, BadDirection, Foundation, PumpStatus, SensorType, Severity
+from twin.work_orders import MAX_SUMMARY, MIN_SUMMARY, Priority, WorkOrderStatus
 
 Record = tuple[Any, ...]
 
@@ -113,6 +114,25 @@ def _maintenance(row: dict[str, Any], _zone: tzinfo | None) -> Record:
     )
 
 
+def _work_order(row: dict[str, Any], zone: tzinfo | None) -> Record:
+    """(work_order_id, pump_id, priority, summary, status, created_at, requested_by, approved_by)."""
+    summary = f.required(row, "summary")
+    if not MIN_SUMMARY <= len(summary) <= MAX_SUMMARY:
+        raise BadValueError(
+            f"summary is {len(summary)} characters long; {MIN_SUMMARY} to {MAX_SUMMARY} describing the work"
+        )
+    return (
+        f.work_order_id(row),
+        f.pump_id(row),
+        f.choice(row, "priority", Priority).value,
+        summary,
+        f.choice(row, "status", WorkOrderStatus).value,
+        f.timestamp(row, "created_at", zone),
+        f.required(row, "requested_by"),
+        f.text(row, "approved_by", required=False),
+    )
+
+
 SPECS: dict[RecordKind, KindSpec] = {
     RecordKind.PUMPS: KindSpec(
         (
@@ -143,6 +163,11 @@ SPECS: dict[RecordKind, KindSpec] = {
     ),
     RecordKind.MAINTENANCE: KindSpec(
         ("pump_id", "performed_on", "kind", "description", "technician"), _maintenance, lambda r: r[:4]
+    ),
+    RecordKind.WORK_ORDERS: KindSpec(
+        ("work_order_id", "pump_id", "priority", "summary", "status", "created_at", "requested_by", "approved_by"),
+        _work_order,
+        lambda r: r[:1],
     ),
 }
 

@@ -27,6 +27,7 @@ class RecordKind(str, Enum):
     READINGS = "readings"
     ALARMS = "alarms"
     MAINTENANCE = "maintenance"
+    WORK_ORDERS = "work_orders"
 
 
 @dataclass(frozen=True)

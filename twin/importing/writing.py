@@ -64,7 +64,7 @@ async def check_references(
     """Split records into those whose pump (or sensor) is in the registry and problems for the others."""
     if kind is RecordKind.PUMPS:
         return good, []
-    pump_at = 1 if kind is RecordKind.ALARMS else 0
+    pump_at = 1 if kind in (RecordKind.ALARMS, RecordKind.WORK_ORDERS) else 0
     if kind is RecordKind.READINGS:
         sensors = await _sensor_ids(conn, ((r[0], r[1]) for _, r in good))
         problems = [
@@ -90,6 +90,7 @@ async def write(conn: aiosqlite.Connection, kind: RecordKind, records: list[Reco
         RecordKind.READINGS: _write_readings,
         RecordKind.ALARMS: _write_alarms,
         RecordKind.MAINTENANCE: _write_maintenance,
+        RecordKind.WORK_ORDERS: _write_work_orders,
     }[kind]
     return await writer(conn, records, progress)
 
@@ -238,3 +239,22 @@ async def _write_maintenance(conn: aiosqlite.Connection, records: list[Record], 
         [(pump_id,) for pump_id in sorted({r[0] for r in records})],
     )
     return counts
+
+
+async def _write_work_orders(conn: aiosqlite.Connection, records: list[Record], progress: Progress) -> Counts:
+    """Work orders of the site's CMMS, matched on their id; an imported one has no approval (``approval_id`` NULL).
+
+    Importing them is an administrator's import of what the site already did, not an agent write: it goes through
+    no approval (docs/plant-import.md). An id the registry already holds is updated to the file's fields; its
+    approval, if it had one, is kept.
+    """
+    columns = "work_order_id, pump_id, priority, summary, status, created_at, requested_by, approved_by"
+    return await _upsert(
+        conn,
+        records,
+        progress,
+        f"SELECT {columns} FROM work_orders WHERE work_order_id = ?",
+        f"INSERT INTO work_orders ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "UPDATE work_orders SET pump_id = ?, priority = ?, summary = ?, status = ?, created_at = ?, requested_by = ?, "
+        "approved_by = ? WHERE work_order_id = ?",
+    )
