@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, tzinfo
+from operator import itemgetter
 from typing import Any
 
 from twin.importing import fields as f
 from twin.importing.errors import BadValueError
 from twin.importing.records import SPECS, Problem, Record
-from twin.importing.sources import RawRow, RecordKind
+from twin.importing.sources import RawRow, RecordKind, RowSource
 from twin.models import SensorType
 
 # Caches of values read once per spelling; cleared when they grow past this (a file of ever-new spellings).
@@ -34,16 +35,16 @@ class RowChecker:
         self._pump_at = None if kind is RecordKind.PUMPS else 1 if kind in _PUMP_SECOND else 0
         self._seen: dict[tuple[Any, ...], int] = {}
 
-    def check(self, rows: Iterable[RawRow]) -> Checked:
+    def check(self, rows: Iterable[RawRow], source: RowSource) -> Checked:
         """The chunk's rows read as records, and the rows refused (with their lines and reasons)."""
         good: list[Record] = []
         problems: list[Problem] = []
-        for line, fields in rows:
-            if isinstance(fields, str):
-                problems.append(Problem(line, fields))
+        for line, raw in rows:
+            if isinstance(raw, str):
+                problems.append(Problem(line, raw))
                 continue
             try:
-                record = self._spec.parse(fields, self._zone)
+                record = self._spec.parse(source.fields(raw), self._zone)
             except BadValueError as exc:
                 problems.append(Problem(line, str(exc)))
                 continue
@@ -76,22 +77,30 @@ class ReadingChecker:
         self._seen: dict[int, int] = {}  # epoch * width + sensor index -> the line that gave it first
         self.touched: set[str] = set()
 
-    def check(self, rows: Iterable[RawRow]) -> Checked:
+    def check(self, rows: Iterable[RawRow], source: RowSource) -> Checked:
         """The chunk's readings as rows to write, and the rows refused (with their lines and reasons)."""
         good: list[Record] = []
         problems: list[Problem] = []
         pairs, stamps, seen, width = self._pairs, self._stamps, self._seen, self._width
-        for line, fields in rows:
-            if isinstance(fields, str):
-                problems.append(Problem(line, fields))
+        header = source.header or ()
+        # A CSV row's five values in one call, when the header has every column; else read by name.
+        getter = itemgetter(*map(header.index, _PICKED)) if set(_PICKED) <= set(header) else None
+        for line, raw in rows:
+            if type(raw) is list and getter is not None:
+                pump, kind, unit, moment, value = getter(raw)
+            elif isinstance(raw, str):
+                problems.append(Problem(line, raw))
                 continue
-            spelt = (fields.get("pump_id"), fields.get("sensor_type"), fields.get("unit"))
+            else:
+                fields = source.fields(raw)
+                pump, kind, unit, moment, value = (fields.get(name) for name in _PICKED)
+            spelt = (pump, kind, unit)
             try:
                 pair, cacheable = pairs.get(spelt), True
             except TypeError:  # a JSON list or object where text belongs
                 pair, cacheable = None, False
             if pair is None:
-                pair = self._pair(fields)
+                pair = self._pair(source.fields(raw))
                 if cacheable:
                     if len(pairs) >= CACHE_LIMIT:
                         pairs.clear()
@@ -99,18 +108,16 @@ class ReadingChecker:
             if isinstance(pair, str):
                 problems.append(Problem(line, pair))
                 continue
-            raw = fields.get("recorded_at")
-            stamp = stamps.get(raw) if type(raw) is str else None
+            stamp = stamps.get(moment) if type(moment) is str else None
             try:
                 if stamp is None:
-                    stamp = self._stamp(fields)
-                value: Any = fields.get("value")
+                    stamp = self._stamp(source.fields(raw))
                 # The common case without a call: decimal text or a JSON number (a bool is neither) that is finite.
                 number = float(value) if type(value) in _NUMBER_TYPES else None
                 if number is None or number - number != 0:
-                    number = f.number(fields, "value")
+                    number = f.number(source.fields(raw), "value")
             except (BadValueError, ValueError) as exc:
-                reason = str(exc) if isinstance(exc, BadValueError) else _number_reason(fields)
+                reason = str(exc) if isinstance(exc, BadValueError) else _number_reason(source.fields(raw))
                 problems.append(Problem(line, reason))
                 continue
             pump_id, sensor_type, sensor_id, index = pair
@@ -155,6 +162,7 @@ class ReadingChecker:
 
 
 _NUMBER_TYPES = (str, float, int)
+_PICKED = ("pump_id", "sensor_type", "unit", "recorded_at", "value")
 
 
 def _number_reason(fields: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import tzinfo
@@ -20,7 +20,7 @@ from storage import Database
 from twin.importing.checking import ReadingChecker, RowChecker
 from twin.importing.errors import PlantImportError
 from twin.importing.records import READING_COLUMNS, SPECS, Problem, Record
-from twin.importing.sources import RawRow, RecordKind, count_lines, plant_files, read_rows
+from twin.importing.sources import RecordKind, RowSource, count_lines, plant_files, read_rows
 from twin.importing.writing import finish, registry_pumps, registry_sensors, write
 
 CHUNK_ROWS = 10_000
@@ -185,9 +185,7 @@ async def _import_file(
         await _roll_back(conn)
         raise
     finally:
-        close = getattr(rows, "close", None)
-        if close is not None:
-            close()
+        rows.close()
     if report.imported:
         await conn.execute("RELEASE plant_file")
     else:
@@ -199,7 +197,7 @@ async def _import_file(
 async def _stream(
     conn: aiosqlite.Connection,
     kind: RecordKind,
-    rows: Iterator[RawRow],
+    rows: RowSource,
     checker: RowChecker | ReadingChecker,
     skip_bad: bool,
     progress: ImportProgress,
@@ -208,8 +206,8 @@ async def _stream(
     """Check each chunk in a thread while the one before it is written."""
 
     def next_chunk() -> tuple[int, list[Record], list[Problem]]:
-        chunk = list(islice(rows, CHUNK_ROWS))
-        good, problems = checker.check(chunk)
+        chunk = list(islice(rows.rows, CHUNK_ROWS))
+        good, problems = checker.check(chunk, rows)
         return len(chunk), good, problems
 
     pending = asyncio.ensure_future(asyncio.to_thread(next_chunk))

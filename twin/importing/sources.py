@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any, TextIO
@@ -22,7 +23,26 @@ READ_CHUNK_BYTES = 1024 * 1024
 
 # One record as read: the line it starts on, and its fields (strings from CSV, JSON values from JSON Lines) or, for
 # a line that cannot be a record at all (not JSON, not an object, extra CSV fields, unknown keys), why not.
-RawRow = tuple[int, dict[str, Any] | str]
+# A CSV record is its fields in the header's order (`RowSource.header`), read as a dict only where needed.
+RawRow = tuple[int, dict[str, Any] | list[str] | str]
+
+
+@dataclass(frozen=True)
+class RowSource:
+    """A file's rows as they stream, and the CSV header its list rows follow (None for JSON Lines)."""
+
+    header: tuple[str, ...] | None
+    rows: Iterator[RawRow]
+
+    def fields(self, record: dict[str, Any] | list[str]) -> dict[str, Any]:
+        """A record's fields by column name."""
+        return dict(zip(self.header or (), record, strict=True)) if isinstance(record, list) else record
+
+    def close(self) -> None:
+        """Close the file, done or not."""
+        close = getattr(self.rows, "close", None)
+        if close is not None:
+            close()
 
 
 class RecordKind(str, Enum):
@@ -78,7 +98,7 @@ def count_lines(path: Path) -> int:
     return max(0, lines - blank - (path.suffix == ".csv"))
 
 
-def read_rows(path: Path, columns: tuple[str, ...]) -> Iterator[RawRow]:
+def read_rows(path: Path, columns: tuple[str, ...]) -> RowSource:
     """The records of a CSV or JSON Lines file, read as they are iterated (blocking: iterate through a thread).
 
     The file is opened and a CSV header checked before this returns; the file is closed when the iterator is
@@ -95,12 +115,13 @@ def read_rows(path: Path, columns: tuple[str, ...]) -> Iterator[RawRow]:
     except OSError as exc:
         raise PlantImportError(f"{path}: cannot be read ({exc.strerror}).") from exc
     try:
-        rows = _csv_rows(path, handle, columns) if path.suffix == ".csv" else _jsonl_rows(handle, columns)
+        header: list[str] = []
+        rows = _csv_rows(path, handle, columns, header) if path.suffix == ".csv" else _jsonl_rows(handle, columns)
         first = _decoded(path, lambda: next(rows, None))  # reads (and checks) a CSV header now
     except BaseException:
         handle.close()
         raise
-    return _closing(path, handle, first, rows)
+    return RowSource(tuple(header) if path.suffix == ".csv" else None, _closing(path, handle, first, rows))
 
 
 def _decoded(path: Path, step: Any) -> Any:
@@ -126,10 +147,11 @@ def _closing(path: Path, handle: TextIO, first: RawRow | None, rows: Iterator[Ra
         handle.close()
 
 
-def _csv_rows(path: Path, handle: TextIO, columns: tuple[str, ...]) -> Iterator[RawRow]:
+def _csv_rows(path: Path, handle: TextIO, columns: tuple[str, ...], header: list[str]) -> Iterator[RawRow]:
+    """The records as lists in the order of ``header``, which is filled in from the file's first line."""
     reader = csv.reader(handle)
     try:
-        header = [name.strip() for name in next(reader, [])]
+        header.extend(name.strip() for name in next(reader, []))
     except csv.Error as exc:
         raise PlantImportError(f"{path}:1: {exc}.") from exc
     unknown = [name for name in header if name not in columns]
@@ -147,11 +169,11 @@ def _csv_rows(path: Path, handle: TextIO, columns: tuple[str, ...]) -> Iterator[
                 line -= sum(value.count("\n") for value in record)
             previous = reader.line_num
             if len(record) == width:
-                yield line, dict(zip(header, record, strict=True))
+                yield line, record
             elif len(record) > width:
                 yield line, extra
             elif record:  # a short row: its missing fields are empty
-                yield line, dict(zip(header, record + [""] * (width - len(record)), strict=True))
+                yield line, record + [""] * (width - len(record))
     except csv.Error as exc:
         raise PlantImportError(f"{path}:{reader.line_num}: {exc}.") from exc
 
