@@ -130,9 +130,16 @@ async def _audited(
 
 
 def _audit_detail(report: ImportReport) -> str:
-    """The run's counts per kind, compact, for the audit row."""
+    """The run's counts per kind, compact, for the audit row (whose detail is capped).
+
+    Zero counts are left out, and ``imported`` is written only for a file that was not.
+    """
     counts = {
-        kind: {k: v for k, v in data.items() if k in ("read", "added", "updated", "skipped", "rejected", "imported")}
+        kind: {
+            k: v
+            for k, v in data.items()
+            if (k in ("read", "added", "updated", "skipped", "rejected") and v) or (k == "imported" and not v)
+        }
         for kind, data in report.to_dict()["kinds"].items()
     }
     return json.dumps(counts, separators=(",", ":"))

@@ -17,7 +17,7 @@ from twin.models import SensorType
 from twin.sensors import SensorService
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plant"
-TABLES = ("pumps", "sensors", "readings", "alarms", "maintenance_records")
+TABLES = ("pumps", "sensors", "readings", "alarms", "maintenance_records", "work_orders")
 
 
 @pytest.fixture
@@ -81,6 +81,7 @@ async def test_the_example_plant_imports_and_the_tools_answer_from_it(empty_db: 
         RecordKind.READINGS: 60,
         RecordKind.ALARMS: 3,
         RecordKind.MAINTENANCE: 3,
+        RecordKind.WORK_ORDERS: 3,
     }
     details = await AssetService(empty_db).pump_details("pump 102")
     vibration = next(r for r in details.latest_readings if r.sensor_type is SensorType.VIBRATION)
@@ -102,6 +103,7 @@ async def test_importing_the_same_files_again_changes_nothing(empty_db: Database
     again = await import_plant(empty_db, EXAMPLE)
 
     assert await _contents(empty_db) == before
+    assert len(again.files) == len(RecordKind)
     assert all(r.added == 0 and r.updated == 0 and r.skipped == r.read for r in again.files)
 
 
@@ -216,7 +218,7 @@ async def test_a_dry_run_counts_everything_and_writes_nothing(empty_db: Database
     report = await import_plant(empty_db, EXAMPLE, dry_run=True)
 
     assert report.dry_run and report.complete
-    assert sum(r.added for r in report.files) == 84  # readings found their sensors, added in the same dry run
+    assert sum(r.added for r in report.files) == 87  # readings found their sensors, added in the same dry run
     assert await _contents(empty_db) == {table: [] for table in TABLES}
 
 
@@ -275,3 +277,37 @@ async def test_a_changed_pump_is_updated_and_blank_lines_keep_line_numbers(empty
     assert pumps.problems[0].line == 5 and "status 'broken' is not one of online" in pumps.problems[0].reason
     row = await empty_db.fetch_one("SELECT status FROM pumps WHERE pump_id = 'PUMP-101'")
     assert row is not None and row["status"] == "offline"
+
+
+async def test_work_orders_import_as_the_sites_records_without_approvals(empty_db: Database, plant: Path) -> None:
+    report = await import_plant(empty_db, plant)
+
+    assert report.complete
+    rows = await empty_db.fetch_all(
+        "SELECT work_order_id, pump_id, priority, status, created_at, approved_by, approval_id FROM work_orders "
+        "ORDER BY work_order_id"
+    )
+    # "WO 902" and "pump 102" are made canonical; created_at is stored in UTC; no approval is attached.
+    assert [tuple(r) for r in rows] == [
+        ("WO-0901", "PUMP-101", "low", "closed", "2026-06-13T08:30:00Z", "M. Okafor", None),
+        ("WO-0902", "PUMP-102", "high", "in_progress", "2026-12-03T07:20:00Z", "M. Okafor", None),
+        ("WO-0903", "PUMP-103", "urgent", "open", "2026-12-03T06:45:00Z", None, None),
+    ]
+    assert await empty_db.fetch_all("SELECT * FROM approvals") == []
+
+
+async def test_a_bad_work_order_row_is_reported_with_file_line_and_reason(empty_db: Database, plant: Path) -> None:
+    _rewrite_csv(plant / "work_orders.csv", 3, "priority", "asap")
+    _rewrite_csv(plant / "work_orders.csv", 4, "work_order_id", "JOB-7")
+
+    report = await import_plant(empty_db, plant)
+
+    work_orders = report.files[-1]
+    assert work_orders.kind is RecordKind.WORK_ORDERS and not work_orders.imported
+    assert work_orders.file.endswith("work_orders.csv")
+    assert [(p.line, p.reason.split(" is not ")[0]) for p in work_orders.problems] == [
+        (3, "priority 'asap'"),
+        (4, "work_order_id 'JOB-7'"),
+    ]
+    assert "low, medium, high, urgent" in work_orders.problems[0].reason
+    assert await empty_db.fetch_all("SELECT * FROM work_orders") == []

@@ -6,15 +6,18 @@ Each function returns the value as stored, or raises `BadValueError` saying what
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, date, datetime, tzinfo
 from enum import Enum
 from typing import Any, TypeVar
 
-from twin.identifiers import ALARM, ALARM_ID_PATTERN, PUMP, PUMP_ID_PATTERN, canonical_record_id
+from twin.identifiers import ALARM, ALARM_ID_PATTERN, PUMP, PUMP_ID_PATTERN, WORK_ORDER, canonical_record_id
 from twin.importing.errors import BadValueError
 from twin.models import SENSOR_SPECS, SensorType
 
 E = TypeVar("E", bound=Enum)
+
+WORK_ORDER_ID_PATTERN = re.compile(r"^WO-\d{4,8}$")
 
 MAX_TEXT = 2000
 # Other spellings of the registry's units, read as the registry's own.
@@ -74,6 +77,17 @@ def alarm_id(fields: dict[str, Any]) -> str:
     canonical = canonical_record_id(raw, ALARM)
     if canonical is None or not ALARM_ID_PATTERN.match(canonical):
         raise BadValueError(f"alarm_id {raw!r} is not an alarm id: ids have the form ALM- and 4 to 8 digits")
+    return canonical
+
+
+def work_order_id(fields: dict[str, Any]) -> str:
+    """A work order id in the registry's form ``WO-`` and 4-8 digits (``WO12``, ``work order 12``: ``WO-0012``)."""
+    raw = required(fields, "work_order_id")
+    canonical = canonical_record_id(raw, WORK_ORDER)
+    if canonical is None or not WORK_ORDER_ID_PATTERN.match(canonical):
+        raise BadValueError(
+            f"work_order_id {raw!r} is not a work order id: ids have the form WO- and 4 to 8 digits, e.g. WO-0012"
+        )
     return canonical
 
 

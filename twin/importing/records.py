@@ -13,8 +13,9 @@ from typing import Any
 
 from twin.importing import fields as f
 from twin.importing.errors import BadValueError
-from twin.importing.sources import NotJsonLine, RawRow, RecordKind
+from twin.importing.sources import RecordKind
 from twin.models import SENSOR_SPECS, BadDirection, Foundation, PumpStatus, SensorType, Severity
+from twin.work_orders import MAX_SUMMARY, MIN_SUMMARY, Priority, WorkOrderStatus
 
 Record = tuple[Any, ...]
 
@@ -75,13 +76,6 @@ def _sensor(row: dict[str, Any], _zone: tzinfo | None) -> Record:
     )
 
 
-def _reading(row: dict[str, Any], zone: tzinfo | None) -> Record:
-    """(pump_id, sensor_type, recorded_at, value)."""
-    sensor_type = f.choice(row, "sensor_type", SensorType)
-    f.unit(row, sensor_type)
-    return (f.pump_id(row), sensor_type.value, f.timestamp(row, "recorded_at", zone), f.number(row, "value"))
-
-
 def _alarm(row: dict[str, Any], zone: tzinfo | None) -> Record:
     """(alarm_id, pump_id, sensor_type, severity, message, value, raised_at, active, cleared_at)."""
     sensor_type = f.text(row, "sensor_type", required=False)
@@ -113,6 +107,27 @@ def _maintenance(row: dict[str, Any], _zone: tzinfo | None) -> Record:
     )
 
 
+def _work_order(row: dict[str, Any], zone: tzinfo | None) -> Record:
+    """(work_order_id, pump_id, priority, summary, status, created_at, requested_by, approved_by)."""
+    summary = f.required(row, "summary")
+    if not MIN_SUMMARY <= len(summary) <= MAX_SUMMARY:
+        raise BadValueError(
+            f"summary is {len(summary)} characters long; {MIN_SUMMARY} to {MAX_SUMMARY} describing the work"
+        )
+    return (
+        f.work_order_id(row),
+        f.pump_id(row),
+        f.choice(row, "priority", Priority).value,
+        summary,
+        f.choice(row, "status", WorkOrderStatus).value,
+        f.timestamp(row, "created_at", zone),
+        f.required(row, "requested_by"),
+        f.text(row, "approved_by", required=False),
+    )
+
+
+READING_COLUMNS = ("pump_id", "sensor_type", "recorded_at", "value", "unit")
+# Readings are checked by twin/importing/checking.py's fast path (`ReadingChecker`), the others through `SPECS`.
 SPECS: dict[RecordKind, KindSpec] = {
     RecordKind.PUMPS: KindSpec(
         (
@@ -133,9 +148,6 @@ SPECS: dict[RecordKind, KindSpec] = {
     RecordKind.SENSORS: KindSpec(
         ("pump_id", "sensor_type", "unit", "alarm_threshold", "bad_direction"), _sensor, lambda r: r[:2]
     ),
-    RecordKind.READINGS: KindSpec(
-        ("pump_id", "sensor_type", "recorded_at", "value", "unit"), _reading, lambda r: r[:3]
-    ),
     RecordKind.ALARMS: KindSpec(
         ("alarm_id", "pump_id", "sensor_type", "severity", "message", "value", "raised_at", "cleared_at"),
         _alarm,
@@ -143,6 +155,11 @@ SPECS: dict[RecordKind, KindSpec] = {
     ),
     RecordKind.MAINTENANCE: KindSpec(
         ("pump_id", "performed_on", "kind", "description", "technician"), _maintenance, lambda r: r[:4]
+    ),
+    RecordKind.WORK_ORDERS: KindSpec(
+        ("work_order_id", "pump_id", "priority", "summary", "status", "created_at", "requested_by", "approved_by"),
+        _work_order,
+        lambda r: r[:1],
     ),
 }
 
@@ -153,39 +170,3 @@ class Problem:
 
     line: int
     reason: str
-
-
-def parse_rows(
-    kind: RecordKind, rows: list[RawRow], zone: tzinfo | None
-) -> tuple[list[tuple[int, Record]], list[Problem]]:
-    """The rows of one file read as records (with their lines), and the rows refused (blocking; CPU only)."""
-    spec = SPECS[kind]
-    good: list[tuple[int, Record]] = []
-    problems: list[Problem] = []
-    seen: dict[tuple[Any, ...], int] = {}
-    for raw in rows:
-        try:
-            record = spec.parse(_checked_fields(raw, spec.columns), zone)
-        except BadValueError as exc:
-            problems.append(Problem(raw.line, str(exc)))
-            continue
-        key = spec.key(record)
-        if key in seen:
-            problems.append(Problem(raw.line, f"the same record as line {seen[key]} ({', '.join(map(str, key))})"))
-            continue
-        seen[key] = raw.line
-        good.append((raw.line, record))
-    return good, problems
-
-
-def _checked_fields(raw: RawRow, columns: tuple[str, ...]) -> dict[str, Any]:
-    """The row's fields, refusing a line that is not a JSON object, extra CSV fields and unknown JSON keys."""
-    if "\x00bad" in raw.fields:
-        value = raw.fields["\x00bad"]
-        raise BadValueError(str(value) if isinstance(value, NotJsonLine) else f"not a JSON object: {value!r}"[:200])
-    if "\x00extra" in raw.fields:
-        raise BadValueError(f"more fields than the header's {len(columns)} columns")
-    unknown = [name for name in raw.fields if name not in columns]
-    if unknown:
-        raise BadValueError(f"unknown field(s) {', '.join(map(repr, unknown))}; the fields are {', '.join(columns)}")
-    return raw.fields

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from itertools import islice
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -16,10 +17,13 @@ import aiosqlite
 
 from core.errors import sentence
 from storage import Database
+from twin.importing.checking import ReadingChecker, RowChecker
 from twin.importing.errors import PlantImportError
-from twin.importing.records import SPECS, Problem, parse_rows
-from twin.importing.sources import RecordKind, plant_files, read_rows
-from twin.importing.writing import Counts, check_references, write
+from twin.importing.records import READING_COLUMNS, SPECS, Problem, Record
+from twin.importing.sources import RecordKind, RowSource, count_lines, plant_files, read_rows
+from twin.importing.writing import finish, registry_pumps, registry_sensors, write
+
+CHUNK_ROWS = 10_000
 
 
 class ImportProgress:
@@ -161,20 +165,89 @@ async def _import_file(
     skip_bad: bool,
     progress: ImportProgress,
 ) -> FileReport:
-    """Read, check and (when every row is good, or bad ones may be skipped) write one file."""
-    spec = SPECS[kind]
-    raw = await asyncio.to_thread(read_rows, path, spec.columns)
-    good, problems = await asyncio.to_thread(parse_rows, kind, raw, zone)
-    good, missing = await check_references(conn, kind, good)
-    problems = sorted([*problems, *missing], key=lambda p: p.line)
-    report = FileReport(kind=kind, file=str(path), read=len(raw), rejected=len(problems), problems=problems)
-    if problems and not skip_bad:
-        return report
-    progress.start(kind, path, len(good))
+    """Read, check and write one file as it streams, chunk by chunk, inside a savepoint of the file's transaction.
+
+    Every row is checked, so every bad one is reported; once one is found without ``skip_bad``, nothing more is
+    written and what was is rolled back to the savepoint: the file is imported whole or not at all.
+    """
+    report = FileReport(kind=kind, file=str(path))
+    checker = await _checker(conn, kind, zone)
+    columns = READING_COLUMNS if kind is RecordKind.READINGS else SPECS[kind].columns
+    progress.start(kind, path, await asyncio.to_thread(count_lines, path))
+    rows = await asyncio.to_thread(read_rows, path, columns)
+    await conn.execute("SAVEPOINT plant_file")
     try:
-        counts: Counts = await write(conn, kind, [record for _, record in good], progress.advance)
+        await _stream(conn, kind, rows, checker, skip_bad, progress, report)
     except sqlite3.Error as exc:
+        await _roll_back(conn)
         raise PlantImportError(f"{path}: cannot be written, nothing of it was: {sentence(str(exc))}") from exc
-    report.added, report.updated, report.skipped = counts.added, counts.updated, counts.skipped
-    report.imported = True
+    except BaseException:
+        await _roll_back(conn)
+        raise
+    finally:
+        rows.close()
+    if report.imported:
+        await conn.execute("RELEASE plant_file")
+    else:
+        await _roll_back(conn)
+        report.added = report.updated = report.skipped = 0
     return report
+
+
+async def _stream(
+    conn: aiosqlite.Connection,
+    kind: RecordKind,
+    rows: RowSource,
+    checker: RowChecker | ReadingChecker,
+    skip_bad: bool,
+    progress: ImportProgress,
+    report: FileReport,
+) -> None:
+    """Check each chunk in a thread while the one before it is written."""
+
+    def next_chunk() -> tuple[int, list[Record], list[Problem]]:
+        chunk = list(islice(rows.rows, CHUNK_ROWS))
+        good, problems = checker.check(chunk, rows)
+        return len(chunk), good, problems
+
+    pending = asyncio.ensure_future(asyncio.to_thread(next_chunk))
+    touched: set[str] = set()
+    try:
+        while True:
+            read, good, problems = await pending
+            if not read:
+                break
+            pending = asyncio.ensure_future(asyncio.to_thread(next_chunk))
+            report.read += read
+            report.rejected += len(problems)
+            report.problems.extend(problems)
+            if report.problems and not skip_bad:
+                continue  # read on, to report every bad row; nothing more is written
+            counts = await write(conn, kind, good)
+            report.added += counts.added
+            report.updated += counts.updated
+            report.skipped += counts.skipped
+            if kind is RecordKind.MAINTENANCE:
+                touched.update(record[0] for record in good)
+            progress.advance(read)
+    finally:
+        if not pending.done():
+            pending.cancel()
+            await asyncio.gather(pending, return_exceptions=True)
+    if report.problems and not skip_bad:
+        return
+    await finish(conn, kind, checker.touched if isinstance(checker, ReadingChecker) else touched)
+    report.imported = True
+
+
+async def _checker(conn: aiosqlite.Connection, kind: RecordKind, zone: tzinfo | None) -> RowChecker | ReadingChecker:
+    """The file's checker, knowing the registry's pumps (or sensors) as the file starts."""
+    if kind is RecordKind.READINGS:
+        return ReadingChecker(zone, await registry_sensors(conn))
+    return RowChecker(kind, zone, await registry_pumps(conn) if kind is not RecordKind.PUMPS else set())
+
+
+async def _roll_back(conn: aiosqlite.Connection) -> None:
+    """Undo what the file wrote, keeping the transaction (and the files before it) going."""
+    await conn.execute("ROLLBACK TO plant_file")
+    await conn.execute("RELEASE plant_file")

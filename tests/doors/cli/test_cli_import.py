@@ -31,7 +31,7 @@ def test_import_prints_a_json_summary_per_record_kind_and_records_one_audit_row(
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert (summary["dry_run"], summary["complete"]) == (False, True)
-    assert list(summary["kinds"]) == ["pumps", "sensors", "readings", "alarms", "maintenance"]
+    assert list(summary["kinds"]) == ["pumps", "sensors", "readings", "alarms", "maintenance", "work_orders"]
     readings = summary["kinds"]["readings"]
     assert {key: readings[key] for key in COUNTS} == {
         "read": 60,
@@ -45,7 +45,8 @@ def test_import_prints_a_json_summary_per_record_kind_and_records_one_audit_row(
         settings, "SELECT principal, door, effect, outcome, detail FROM audit_log WHERE function = 'cli-import'"
     )
     assert (principal, door, effect, outcome) == ("ops-admin", "cli", "write", "ok")
-    assert json.loads(str(detail))["pumps"]["added"] == 3
+    assert json.loads(str(detail))["pumps"] == {"read": 3, "added": 3}
+    assert json.loads(str(detail))["work_orders"]["added"] == 3
     # The tools answer from the imported plant through the kernel, every filter applying.
     called = run_pumpops(settings, "tools", "call", "assets.get_pump_details", "pump_id=P-102", "--json")
     assert called.returncode == 0, called.stderr
