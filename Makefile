@@ -87,6 +87,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/memory_bench.py
 	$(BIN)/python bench/local_model_bench.py
 	$(BIN)/python bench/routing_bench.py
+	$(BIN)/python bench/import_bench.py
+	$(BIN)/python bench/telemetry_bench.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -28,7 +28,9 @@ from twin.models import SensorType
 
 app = typer.Typer(help="Simulate the plant in the database, live, with one pump drifting into alarm (no plant needed).")
 
-_RATE = typer.Option(1.0, "--rate", min=0.01, max=100.0, help="Values per sensor per second.")
+_RATE = typer.Option(
+    1.0, "--rate", min=0.01, max=100.0, help="Values per sensor per second (the registry keeps one a second)."
+)
 _DRIFT = typer.Option(
     None, "--drift", help="The pump whose vibration rises past its threshold (default: the last pump with one)."
 )

@@ -23,7 +23,11 @@ from telemetry.status import SourceRecord, read_statuses
 from turn.factory import check_model
 
 app = typer.Typer(
-    help="Read the plant's live values from the configured OPC UA and MQTT sources (read-only to the plant).",
+    help=(
+        "Read the plant's live values from the configured OPC UA and MQTT sources (read-only to the plant), raise "
+        "alarms from them and triage each new one, until Ctrl-C or SIGTERM. `status` shows each source. "
+        "Example: pumpops telemetry --no-triage"
+    ),
     no_args_is_help=False,
     invoke_without_command=True,
 )

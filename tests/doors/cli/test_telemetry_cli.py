@@ -1,0 +1,111 @@
+"""`pumpops simulate` and `pumpops telemetry` as real processes: the newcomer's path from a simulated plant to an
+alarm, a clean stop on SIGTERM that writes what it holds, and `telemetry status`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+
+from tests.cli_process import CLI_CODE, REPO, run_pumpops
+from tests.telemetry.plant_servers import free_port
+
+WAIT_SECONDS = 60.0
+
+
+def write_settings(folder: Path) -> Path:
+    path = folder / "appsettings.json"
+    path.write_text(
+        json.dumps(
+            {
+                "Database": {"Path": "plant.db"},
+                "Qdrant": {"Path": ":memory:"},
+                "Telemetry": {"FlushSeconds": 0.2, "ReconnectMinSeconds": 0.1, "ReconnectMaxSeconds": 0.5},
+                "Alarms": {"RaiseAfterSeconds": 1, "ClearAfterSeconds": 1},
+            }
+        )
+    )
+    return path
+
+
+async def pumpops(settings: Path, *args: str, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
+    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("PUMPOPS_")}
+    clean["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), clean.get("PYTHONPATH")]))
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CLI_CODE,
+        "--settings",
+        str(settings),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**clean, "COLUMNS": "200", **(env or {})},
+        cwd=settings.parent,
+    )
+
+
+def telemetry_alarms(database: Path, pump: str) -> list[tuple[str, str]]:
+    with sqlite3.connect(database) as conn:
+        return conn.execute(
+            "SELECT alarm_id, severity FROM alarms WHERE pump_id = ? AND origin = 'telemetry'", (pump,)
+        ).fetchall()
+
+
+async def stop(process: asyncio.subprocess.Process) -> tuple[int, str]:
+    if process.returncode is None:
+        process.send_signal(signal.SIGTERM)
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode is not None
+    return process.returncode, err.decode()
+
+
+def test_telemetry_without_a_source_says_how_to_configure_one(tmp_path: Path) -> None:
+    result = run_pumpops(write_settings(tmp_path), "telemetry")
+    assert result.returncode == 2
+    assert "no telemetry source is configured" in result.stderr
+    assert "Telemetry.OpcUa" in result.stderr and "pumpops simulate" in result.stderr
+
+
+async def test_the_simulated_plant_drifts_into_an_alarm_the_service_raises_and_stops_cleanly_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    settings = write_settings(tmp_path)
+    assert run_pumpops(settings, "db", "init").returncode == 0
+    endpoint = f"opc.tcp://127.0.0.1:{free_port()}/pumpops/"
+    simulator = await pumpops(
+        settings, "simulate", "opcua", "--endpoint", endpoint, "--rate", "4", "--drift", "PUMP-002",
+        "--drift-seconds", "2",
+    )  # fmt: skip
+    service: asyncio.subprocess.Process | None = None
+    try:
+        assert simulator.stdout is not None
+        line = (await asyncio.wait_for(simulator.stdout.readline(), WAIT_SECONDS)).decode()
+        # The simulator prints the command that points the service at it: run exactly that.
+        match = re.fullmatch(r"PUMPOPS_Telemetry__OpcUa='(.+)' pumpops telemetry\n", line)
+        assert match, line
+        service = await pumpops(settings, "telemetry", "--no-triage", env={"PUMPOPS_Telemetry__OpcUa": match[1]})
+        for _ in range(int(WAIT_SECONDS / 0.2)):
+            if telemetry_alarms(tmp_path / "plant.db", "PUMP-002"):
+                break
+            await asyncio.sleep(0.2)
+        [(alarm_id, _)] = telemetry_alarms(tmp_path / "plant.db", "PUMP-002")
+        code, err = await stop(service)
+        assert code == 0, err
+        assert f"alarm {alarm_id} PUMP-002" in " ".join(err.split())
+        stored = re.search(r"stopped: (\d+) readings stored", err)
+        assert stored and int(stored[1]) > 0, err
+    finally:
+        if service is not None and service.returncode is None:
+            service.kill()
+        await stop(simulator)
+
+    status = run_pumpops(settings, "telemetry", "status", "--json", env={"PUMPOPS_Telemetry__OpcUa": match[1]})
+    assert status.returncode == 0, status.stderr
+    [source] = json.loads(status.stdout)["sources"]
+    assert source["name"] == "simulator" and source["state"] == "stopped" and source["received"] > 0
