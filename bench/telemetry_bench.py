@@ -3,7 +3,8 @@
 1. Write path: the same readings go (a) through the service's `Batcher` and `ReadingStore` (batches of
    ``Telemetry.BatchSize``, duplicate and latest-value rules included) and (b) through one bare ``sqlite3``
    ``executemany`` into an identical database; prints both rates in readings/s and their ratio (target >= 0.7x).
-2. MQTT ingestion: an amqtt broker and a publisher, each in its own process on 127.0.0.1, and the service's MQTT
+2. MQTT ingestion: a broker (Debian's mosquitto when installed, else amqtt) and a publisher, each in its own
+   process on 127.0.0.1, and the service's MQTT
    source, batcher and store in this one; ``--messages`` QoS-1 messages published as fast as the broker takes
    them; prints readings stored per second from the first message stored to the last (target >= 5,000/s on 2 cores).
 3. Latency: the publisher paced at ``--rate`` readings/s (default 1,000) for ``--seconds``; each reading's time from
@@ -23,6 +24,7 @@ import asyncio
 import contextlib
 import os
 import platform
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -43,6 +45,7 @@ from twin.sample_fleet import load_sample_fleet
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
 TOPIC = "bench/plant/{pump}/{sensor}"
+_BARE_INSERT = "INSERT INTO readings (sensor_id, recorded_at, value) VALUES (?, ?, ?)"
 
 BROKER = """
 import asyncio, sys
@@ -60,9 +63,10 @@ asyncio.run(main())
 # message as "index publish_time" when paced (the latency run reads them back).
 PUBLISHER = """
 import asyncio, json, sys, time
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 import aiomqtt
+import logging
+logging.disable(logging.WARNING)  # aiomqtt warns at each publish beyond 10 in flight: the point of this run
 port, count, rate = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 sensors = [s.split(":") for s in sys.argv[4].split(",")]
 base = datetime(2026, 1, 1, tzinfo=UTC)
@@ -146,16 +150,27 @@ async def write_path(folder: Path, count: int, batch_size: int) -> None:
     await bare_db.close()
     rows = [(ids[(r.pump_id, r.sensor_type.value)], format_ts(r.at), r.value) for r in batch]
     conn = sqlite3.connect(folder / "bare.db")
+    # The registry's own connection settings (storage.database): the comparison is the write path, not the schema.
     conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
     start = time.perf_counter()
     with conn:
-        conn.executemany("INSERT INTO readings (sensor_id, recorded_at, value) VALUES (?, ?, ?)", rows)
+        conn.executemany(_BARE_INSERT, rows)
     bare = time.perf_counter() - start
+    conn.execute("DELETE FROM readings WHERE recorded_at >= ?", (format_ts(BASE),))
+    start = time.perf_counter()
+    for first in range(0, len(rows), batch_size):  # the same, one transaction per batch as the service writes
+        with conn:
+            conn.executemany(_BARE_INSERT, rows[first : first + batch_size])
+    batched = time.perf_counter() - start
     conn.close()
     print(f"write path, {count:,} readings (batches of {batch_size}):")
     print(f"  Batcher + ReadingStore   {count / service:>10,.0f} readings/s")
-    print(f"  bare sqlite3 executemany {count / bare:>10,.0f} readings/s (one transaction, row tuples prebuilt)")
+    print(f"  bare sqlite3 executemany {count / bare:>10,.0f} readings/s (one transaction, rows prebuilt)")
     print(f"  ratio {bare / service:.2f}x (service against bare; target >= 0.70x)")
+    print(f"  bare, batches of {batch_size:<6} {count / batched:>10,.0f} readings/s (the cost of a commit per batch)")
+    print(f"  ratio {batched / service:.2f}x (service against bare in the same batches: the code's own overhead)")
 
 
 async def mqtt_run(folder: Path, port: int, count: int, rate: float, batch_size: int) -> tuple[float, list[float]]:
@@ -185,10 +200,13 @@ async def mqtt_run(folder: Path, port: int, count: int, rate: float, batch_size:
     reading = asyncio.create_task(source.run(batcher.put, ignore))
     await poll(lambda: source.status().state.value == "connected", 20)
     spec = ",".join(f"{pump}:{sensor.value}" for pump, sensor in sensors)
+    published_from = time.perf_counter()
     publisher = await asyncio.create_subprocess_exec(
         sys.executable, "-c", PUBLISHER, str(port), str(count), str(rate), spec, stdout=subprocess.PIPE
     )
     out, _ = await publisher.communicate()
+    if not rate:
+        print(f"  publisher: {count / (time.perf_counter() - published_from):>10,.0f} messages/s sent (start included)")
     await poll(lambda: len(stored_at) >= count, 30)
     last = time.perf_counter()
     reading.cancel()
@@ -204,6 +222,28 @@ async def mqtt_run(folder: Path, port: int, count: int, rate: float, batch_size:
     return rate_stored, latencies
 
 
+async def start_broker(folder: Path, port: int, wanted: str) -> tuple[asyncio.subprocess.Process, str]:
+    """Mosquitto (a C broker, Debian's `mosquitto`) when asked or found, else amqtt; listening on 127.0.0.1 only."""
+    mosquitto = shutil.which("mosquitto", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin"]))
+    if wanted == "mosquitto" and mosquitto is None:
+        raise SystemExit("--broker mosquitto: no mosquitto here (Debian: apt-get install mosquitto)")
+    if wanted != "amqtt" and mosquitto is not None:
+        config = folder / "mosquitto.conf"
+        config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\nmax_queued_messages 0\n")
+        process = await asyncio.create_subprocess_exec(mosquitto, "-c", str(config), stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            with contextlib.suppress(OSError):
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                return process, "mosquitto"
+            await asyncio.sleep(0.1)
+        raise SystemExit("mosquitto did not start")
+    process = await asyncio.create_subprocess_exec(sys.executable, "-c", BROKER % port, stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    await asyncio.wait_for(process.stdout.readline(), 20)
+    return process, "amqtt"
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--readings", type=int, default=200_000, help="readings for the write-path comparison")
@@ -211,6 +251,9 @@ async def main() -> None:
     parser.add_argument("--rate", type=float, default=1000.0, help="readings/s for the latency run")
     parser.add_argument("--seconds", type=float, default=10.0, help="length of the latency run")
     parser.add_argument("--batch-size", type=int, default=500, help="Telemetry.BatchSize")
+    parser.add_argument(
+        "--broker", choices=["auto", "mosquitto", "amqtt"], default="auto", help="auto: mosquitto when installed"
+    )
     args = parser.parse_args()
     print(
         f"telemetry bench · Python {platform.python_version()} · {os.cpu_count()} CPUs · {datetime.now(UTC):%Y-%m-%d}"
@@ -219,14 +262,10 @@ async def main() -> None:
         folder = Path(tmp)
         await write_path(folder, args.readings, args.batch_size)
         port = free_port()
-        broker = await asyncio.create_subprocess_exec(sys.executable, "-c", BROKER % port, stdout=subprocess.PIPE)
+        broker, name = await start_broker(folder, port, args.broker)
         try:
-            assert broker.stdout is not None
-            await asyncio.wait_for(broker.stdout.readline(), 20)
             rate, _ = await mqtt_run(folder, port, args.messages, 0, args.batch_size)
-            print(
-                f"MQTT ingestion, {args.messages:,} QoS-1 messages (amqtt broker and publisher in their own processes):"
-            )
+            print(f"MQTT ingestion, {args.messages:,} QoS-1 messages ({name} broker and publisher in own processes):")
             print(f"  {rate:>10,.0f} readings/s stored (target >= 5,000/s)")
             paced = int(args.rate * args.seconds)
             _, latencies = await mqtt_run(folder, port, paced, args.rate, args.batch_size)

@@ -34,6 +34,9 @@ class MalformedMessage(ValueError):
         self.reason = reason
 
 
+_KNOWN_TOPICS = 100_000
+
+
 class TopicPattern:
     """A source's topic pattern (``acme/+/station1/{pump}/{sensor}``) and how a topic is read back through it."""
 
@@ -41,6 +44,7 @@ class TopicPattern:
         self._levels = pattern.split("/")
         self._pump = self._levels.index(PUMP_LEVEL)
         self._sensor = self._levels.index(SENSOR_LEVEL)
+        self._known: dict[str, tuple[str, SensorType]] = {}
 
     @property
     def subscription(self) -> str:
@@ -58,6 +62,16 @@ class TopicPattern:
         Raises:
             MalformedMessage: the topic has another shape, names no pump, or no known sensor type.
         """
+        # A plant publishes on a fixed set of topics: each is read once (up to _KNOWN_TOPICS of them).
+        known = self._known.get(topic)
+        if known is not None:
+            return known
+        pump, sensor = self._read(topic)
+        if len(self._known) < _KNOWN_TOPICS:
+            self._known[topic] = (pump, sensor)
+        return pump, sensor
+
+    def _read(self, topic: str) -> tuple[str, SensorType]:
         levels = topic.split("/")
         if len(levels) != len(self._levels):
             raise MalformedMessage("topic", f"topic {topic!r} does not have the pattern's {len(self._levels)} levels")
