@@ -4,6 +4,7 @@
 """
 
 from doors.auto_triage.dispatcher import AutoTriage
+from doors.auto_triage.lease import TriageAlreadyRunning, TriageLease
 from doors.auto_triage.records import (
     CLEARED_BEFORE,
     EXISTED_BEFORE,
@@ -27,6 +28,8 @@ __all__ = [
     "Sink",
     "SinkError",
     "StdoutSink",
+    "TriageAlreadyRunning",
+    "TriageLease",
     "TriageLog",
     "TriageRecord",
     "TriageReport",

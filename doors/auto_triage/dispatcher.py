@@ -13,7 +13,8 @@ Rules (the stored side is described in `doors.auto_triage.records`):
 - A triage never executes a write: the turn runs as ``automation:triage``, and the approval filter parks every
   write it proposes; the parked approval ids are in the report.
 - The record is stored before any sink sees it; a sink that fails is logged and named in ``result.undelivered``.
-- Run one `AutoTriage` per database: two would each triage the same new alarm.
+- One `AutoTriage.run` per database: it holds the database's triage lease (`doors.auto_triage.lease`); a second
+  one is refused, since two would each triage the same new alarm.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from doors.auto_triage.budget import SlidingBudget
 from doors.auto_triage.fleet import MAX_BATCH, fleet_prompt, new_batch_id
+from doors.auto_triage.lease import TriageLease
 from doors.auto_triage.records import (
     CLEARED_BEFORE,
     MAX_ATTEMPTS,
@@ -99,14 +101,25 @@ class AutoTriage:
         return list(self._sinks)
 
     async def run(self) -> None:
-        """Poll for new alarms every `Triage.PollSeconds` until cancelled."""
-        while True:
-            try:
-                await self.run_once()
-            except Exception:
-                # The loop's boundary: a failed poll (e.g. a locked database) is logged and the next poll tries again.
-                logger.exception("automatic triage: a poll failed; trying again in %g s", self._settings.poll_seconds)
-            await asyncio.sleep(self._settings.poll_seconds)
+        """Poll for new alarms every `Triage.PollSeconds` until cancelled, holding the database's triage lease.
+
+        Raises:
+            TriageAlreadyRunning: another process runs automatic triage on this database.
+        """
+        lease = TriageLease(self._app.settings.database_path)
+        lease.acquire()
+        try:
+            while True:
+                try:
+                    await self.run_once()
+                except Exception:
+                    # The loop's boundary: a failed poll (e.g. a locked database) is logged and the next poll retries.
+                    logger.exception(
+                        "automatic triage: a poll failed; trying again in %g s", self._settings.poll_seconds
+                    )
+                await asyncio.sleep(self._settings.poll_seconds)
+        finally:
+            lease.release()
 
     async def run_once(self) -> list[TriageRecord]:
         """Handle what is pending now; return the records written (the first-run baseline included)."""

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from chat.factory import ModelUnavailableError
-from doors.auto_triage import AutoTriage
+from doors.auto_triage import AutoTriage, TriageAlreadyRunning, TriageLease
 from doors.cli.common import CliState, fail, print_json, run, state
 from doors.cli.safe_text import safe_text
 from kernel_setup.app import AppContext, open_app
@@ -171,8 +171,22 @@ async def _start_triage(cli: CliState, app: AppContext) -> asyncio.Task[None] | 
         return None
     triage = app.settings.triage
     mqtt = _mqtt_source(app, triage.mqtt_source)
+    lease = TriageLease(app.settings.database_path)
+    try:
+        lease.acquire()  # checked here so the refusal is said at start; `run` takes the lease again for itself
+    except TriageAlreadyRunning as exc:
+        cli.err_console.print(f"[yellow]automatic triage is off here: {safe_text(str(exc))}[/]", highlight=False)
+        return None
+    lease.release()
     cli.err_console.print("triaging each new alarm automatically", highlight=False)
-    return asyncio.create_task(AutoTriage(app, triage, mqtt=mqtt).run(), name="auto-triage")
+    return asyncio.create_task(_triage(cli, AutoTriage(app, triage, mqtt=mqtt)), name="auto-triage")
+
+
+async def _triage(cli: CliState, dispatcher: AutoTriage) -> None:
+    try:
+        await dispatcher.run()
+    except TriageAlreadyRunning as exc:  # taken between the check and the start
+        cli.err_console.print(f"[yellow]automatic triage is off here: {safe_text(str(exc))}[/]", highlight=False)
 
 
 def _mqtt_source(app: AppContext, name: str | None) -> MqttSourceSettings | None:

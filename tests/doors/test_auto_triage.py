@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from doors.auto_triage import (
     CLEARED_BEFORE,
     EXISTED_BEFORE,
     AutoTriage,
+    TriageAlreadyRunning,
+    TriageLease,
     TriageLog,
     TriageRecord,
     TriageReport,
@@ -308,3 +311,20 @@ async def test_run_polls_until_cancelled(tmp_path: Path) -> None:
             await task
         records: list[TriageRecord] = await TriageLog(app.db).latest()
     assert report.alarm_id == "ALM-0100" and records[0].alarm_id == "ALM-0100"
+
+
+async def test_a_second_dispatcher_on_the_same_database_is_refused_until_the_first_stops(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, {"PollSeconds": 0.05})
+    async with open_app(settings, chat_transport=ScriptedOllama([]).transport()) as app:
+        first = asyncio.create_task(AutoTriage(app, settings.triage).run())
+        await asyncio.sleep(0.2)  # the first poll has run and the lease is held
+        assert not first.done()
+        lease = TriageLease(settings.database_path)
+        with pytest.raises(TriageAlreadyRunning, match=f"process {os.getpid()}"):
+            lease.acquire()
+        with pytest.raises(TriageAlreadyRunning):
+            await AutoTriage(app, settings.triage).run()
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        lease.acquire()  # free again once the first stopped
+        lease.release()
