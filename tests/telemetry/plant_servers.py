@@ -17,6 +17,7 @@ from typing import Any, cast
 
 import pytest
 from amqtt.broker import Broker
+from amqtt.plugins.authentication import BaseAuthPlugin
 from amqtt.plugins.base import BasePlugin
 from asyncua import Server, ua
 from asyncua.server.uaprocessor import UaProcessor
@@ -92,26 +93,44 @@ class PublishRecorder(BasePlugin[Any]):
         self.published.append((client_id, message.topic))
 
 
-class MqttBroker:
-    """An amqtt broker on 127.0.0.1:``port`` that can be stopped and started again on the same port."""
+class PasswordCheck(BaseAuthPlugin):
+    """An amqtt authentication plugin that admits only the usernames and passwords the test gave its broker."""
 
-    def __init__(self, port: int) -> None:
+    users: dict[str, str] = {}  # noqa: RUF012 - replaced per broker right after the plugin is built
+
+    async def authenticate(self, *, session: Any) -> bool:
+        return bool(session.username) and self.users.get(session.username) == session.password
+
+
+class MqttBroker:
+    """An amqtt broker on 127.0.0.1:``port`` that can be stopped and started again on the same port.
+
+    With ``users`` it admits only those usernames with their passwords; else anyone.
+    """
+
+    def __init__(self, port: int, users: dict[str, str] | None = None) -> None:
         self.port = port
+        self._users = users
         self._broker: Broker | None = None
         self.published: list[tuple[str, str]] = []
         """Every (client id, topic) published to this broker across its restarts."""
 
     async def start(self) -> None:
+        auth = (
+            {f"{__name__}.PasswordCheck": {}}
+            if self._users is not None
+            else {"amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}}
+        )
         config = {
             "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{self.port}"}},
-            "plugins": {
-                "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True},
-                f"{__name__}.PublishRecorder": {},
-            },
+            "plugins": {**auth, f"{__name__}.PublishRecorder": {}},
         }
         self._broker = Broker(config)
         recorder = next(p for p in self._broker.plugins_manager.plugins if isinstance(p, PublishRecorder))
         recorder.published = self.published
+        for plugin in self._broker.plugins_manager.plugins:
+            if isinstance(plugin, PasswordCheck):
+                plugin.users = dict(self._users or {})
         await self._broker.start()
 
     async def stop(self) -> None:

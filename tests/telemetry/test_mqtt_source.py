@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import aiomqtt
 import pytest
+from pydantic import SecretStr
 
 from kernel_setup.plant_settings import MqttSourceSettings
 from telemetry.sources.base import SourceState
@@ -161,3 +162,52 @@ async def test_the_source_publishes_nothing_only_the_plant_does(broker: MqttBrok
     # The broker recorded every message any client published: all of them came from the plant's publisher.
     assert broker.published
     assert {client for client, _ in broker.published} == {PUBLISHER}
+
+
+async def test_a_broker_that_wants_credentials_admits_the_configured_ones_and_a_wrong_password_is_reported() -> None:
+    plant = MqttBroker(free_port(), users={"pumpops": "s3cret", PUBLISHER: "plant"})
+    await plant.start()
+    try:
+        wrong = MqttSource(
+            MqttSourceSettings(
+                name="uns",
+                port=plant.port,
+                topic="acme/north/{pump}/{sensor}",
+                username="pumpops",
+                password=SecretStr("nope"),
+            ),
+            reconnect_min=0.05,
+            reconnect_max=0.2,
+        )
+        refused = Collected()
+        task = asyncio.create_task(wrong.run(refused.sink, refused.on_status))
+        await refused.until(lambda: refused.states.count(SourceState.FAILED) >= 2, "two refused attempts")
+        await _stop(task)
+        assert SourceState.CONNECTED not in refused.states
+        detail = refused.statuses[-2].detail.lower()
+        assert "nope" not in detail and "s3cret" not in detail  # the password is never shown
+        assert "auth" in detail or "refused" in detail or "not authorized" in detail, detail
+
+        right = MqttSource(
+            MqttSourceSettings(
+                name="uns",
+                port=plant.port,
+                topic="acme/north/{pump}/{sensor}",
+                username="pumpops",
+                password=SecretStr("s3cret"),
+            ),
+            reconnect_min=0.05,
+            reconnect_max=0.2,
+        )
+        got = Collected()
+        task = asyncio.create_task(right.run(got.sink, got.on_status))
+        await got.connected()
+        async with aiomqtt.Client(
+            "127.0.0.1", plant.port, identifier=PUBLISHER, username=PUBLISHER, password="plant"
+        ) as client:
+            await client.publish("acme/north/PUMP-002/flow", payload(88.0, T0), qos=1)
+        await got.until(lambda: len(got.readings) == 1, "a reading")
+        await _stop(task)
+    finally:
+        await plant.stop()
+    assert got.readings[0].value == 88.0
