@@ -108,6 +108,8 @@ class TelemetryService:
             await _finish(batching)
             statuses.cancel()
             await asyncio.gather(statuses, return_exceptions=True)
+            for source in self._sources:
+                self.board.note(source.status())
             await self.board.flush()
         return self.counts
 
@@ -147,6 +149,9 @@ class TelemetryService:
     async def _write_statuses(self) -> None:
         while True:
             await asyncio.sleep(STATUS_WRITE_SECONDS)
+            for source in self._sources:  # the counters move with every message; states arrive by `report`
+                if source.name in self.board.latest:
+                    self.board.note(source.status())
             try:
                 await self.board.flush()
             except Exception:  # the status table is a report: a failed write is logged and tried again

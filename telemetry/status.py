@@ -57,6 +57,14 @@ class StatusBoard:
         if before is None or (before.state, before.detail) != (status.state, status.detail):
             await self.flush()
 
+    def note(self, status: SourceStatus) -> None:
+        """Keep ``status`` as the source's latest without writing it now (its counters moved; `flush` writes it).
+
+        A state or detail change is for `report`, which writes at once; one that arrives here is written by the
+        next `flush` all the same.
+        """
+        self._latest[status.name] = status
+
     async def flush(self) -> None:
         """Write every status that changed since it was last written."""
         async with self._lock:

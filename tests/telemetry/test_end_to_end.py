@@ -23,6 +23,7 @@ from kernel_setup import AppContext, Settings, load_settings, open_app
 from storage import Database
 from telemetry.service import TelemetryService
 from telemetry.sources.mqtt_payload import payload
+from telemetry.status import read_statuses
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from tests.telemetry.plant_servers import MqttBroker, OpcUaPlant, free_port
 from twin.models import SensorType
@@ -199,6 +200,11 @@ async def test_a_rising_value_raises_one_alarm_after_the_duration_which_is_triag
                     return len(await telemetry_alarms(app.db)) == before + 1
 
                 await until(raised, "the alarm to be raised")
+
+                async def counted() -> bool:  # `telemetry status` sees the counters while the service runs
+                    return any(r.received >= 8 and r.state.value == "connected" for r in await read_statuses(app.db))
+
+                await until(counted, "the source's counters in telemetry_sources")
                 alarm = (await telemetry_alarms(app.db))[-1]
                 assert alarm["active"] == 1
                 assert alarm["raised_at"] == (start + timedelta(seconds=10)).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -109,3 +109,44 @@ async def test_the_simulated_plant_drifts_into_an_alarm_the_service_raises_and_s
     assert status.returncode == 0, status.stderr
     [source] = json.loads(status.stdout)["sources"]
     assert source["name"] == "simulator" and source["state"] == "stopped" and source["received"] > 0
+
+
+async def test_a_service_killed_mid_stream_leaves_a_sound_database_with_every_batch_whole(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path)
+    assert run_pumpops(settings, "db", "init").returncode == 0
+    endpoint = f"opc.tcp://127.0.0.1:{free_port()}/pumpops/"
+    simulator = await pumpops(settings, "simulate", "opcua", "--endpoint", endpoint, "--rate", "4")
+    service: asyncio.subprocess.Process | None = None
+    database = tmp_path / "plant.db"
+    try:
+        assert simulator.stdout is not None
+        line = (await asyncio.wait_for(simulator.stdout.readline(), WAIT_SECONDS)).decode()
+        match = re.fullmatch(r"PUMPOPS_Telemetry__OpcUa='(.+)' pumpops telemetry\n", line)
+        assert match, line
+        service = await pumpops(settings, "telemetry", "--no-triage", env={"PUMPOPS_Telemetry__OpcUa": match[1]})
+        for _ in range(int(WAIT_SECONDS / 0.1)):
+            with sqlite3.connect(database) as conn:
+                live = conn.execute("SELECT count(*) FROM telemetry_sources WHERE received > 0").fetchone()[0]
+            if live:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)  # batches keep being written (FlushSeconds 0.2) while it is killed
+        service.kill()
+        await asyncio.wait_for(service.wait(), 30)
+    finally:
+        if service is not None and service.returncode is None:
+            service.kill()
+        await stop(simulator)
+    assert service.returncode == -signal.SIGKILL
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        # A batch's readings and the sensors' latest values commit together: each latest is its newest reading.
+        behind = conn.execute(
+            "SELECT count(*) FROM sensors s WHERE s.latest_at <> "
+            "(SELECT max(recorded_at) FROM readings r WHERE r.sensor_id = s.sensor_id)"
+        ).fetchone()[0]
+        live = conn.execute(
+            "SELECT count(*) FROM readings WHERE recorded_at > strftime('%Y-%m-%dT%H:%M:%SZ', 'now', '-5 minutes')"
+        ).fetchone()
+    assert behind == 0
+    assert live[0] > 0
