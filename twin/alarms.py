@@ -74,7 +74,7 @@ class AlarmService:
             "raised_at DESC, alarm_id LIMIT ?4",
             (*params, MAX_ALARMS_LISTED),
         )
-        alarms = [_alarm(row) for row in rows]
+        alarms = [alarm_from_row(row) for row in rows]
         return AlarmList(
             filters=filters, count=count, returned=len(alarms), truncated=count > len(alarms), alarms=alarms
         )
@@ -90,7 +90,7 @@ class AlarmService:
         row = await self._db.fetch_one("SELECT * FROM alarms WHERE alarm_id = ?", (wanted,))
         if row is None:
             raise NotFoundError.alarm(alarm_id)
-        return _alarm(row)
+        return alarm_from_row(row)
 
     async def check_acknowledge(self, alarm_id: str, note: str) -> dict[str, str]:
         """Refuse what `acknowledge` could never carry out, without writing (checked again when it runs).
@@ -163,7 +163,8 @@ def _not_active(alarm_id: str) -> InvalidInputError:
     return InvalidInputError(f"Alarm {alarm_id} is no longer active; there is nothing to acknowledge.")
 
 
-def _alarm(row: Any) -> Alarm:
+def alarm_from_row(row: Any) -> Alarm:
+    """An `Alarm` from a row of the ``alarms`` table (selected with the columns of that name)."""
     return Alarm(
         alarm_id=row["alarm_id"],
         pump_id=row["pump_id"],

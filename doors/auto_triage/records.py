@@ -23,8 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from doors.triage import Urgency
 from storage import Database
-from twin.alarms import Alarm
-from twin.models import Severity
+from twin.alarms import Alarm, alarm_from_row
 
 MAX_ATTEMPTS = 2
 """A failed triage turn is tried once more on a later poll, then recorded failed for good."""
@@ -157,7 +156,7 @@ class TriageLog:
             f"?1) < ?1) ORDER BY {_SEVERITY_RANK} DESC, a.raised_at, a.alarm_id LIMIT ?2",
             (MAX_ATTEMPTS, MAX_PENDING_READ),
         )
-        return [Pending(alarm=_alarm(row), attempts=int(row["attempts"])) for row in rows]
+        return [Pending(alarm=alarm_from_row(row), attempts=int(row["attempts"])) for row in rows]
 
     async def write(self, records: list[TriageRecord]) -> None:
         """Store ``records`` in one transaction; a record replaces the alarm's earlier (failed) row."""
@@ -202,19 +201,4 @@ def _record(row: Any) -> TriageRecord:
         batch_id=row["batch_id"],
         result=result,
         recorded_at=row["recorded_at"],
-    )
-
-
-def _alarm(row: Any) -> Alarm:
-    return Alarm(
-        alarm_id=row["alarm_id"],
-        pump_id=row["pump_id"],
-        severity=Severity(row["severity"]),
-        sensor_type=row["sensor_type"],
-        message=row["message"],
-        value=row["value"],
-        raised_at=row["raised_at"],
-        active=bool(row["active"]),
-        acknowledged_at=row["acknowledged_at"],
-        acknowledged_by=row["acknowledged_by"],
     )

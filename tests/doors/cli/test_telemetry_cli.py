@@ -50,6 +50,18 @@ async def pumpops(settings: Path, *args: str, env: dict[str, str] | None = None)
     )
 
 
+async def point_service_at(
+    settings: Path, simulator: asyncio.subprocess.Process
+) -> tuple[asyncio.subprocess.Process, str]:
+    """Start `pumpops telemetry --no-triage` with exactly the line the simulator printed; return it and the sources."""
+    assert simulator.stdout is not None
+    line = (await asyncio.wait_for(simulator.stdout.readline(), WAIT_SECONDS)).decode()
+    match = re.fullmatch(r"PUMPOPS_Telemetry__OpcUa='(.+)' pumpops telemetry\n", line)
+    assert match, line
+    service = await pumpops(settings, "telemetry", "--no-triage", env={"PUMPOPS_Telemetry__OpcUa": match[1]})
+    return service, match[1]
+
+
 def telemetry_alarms(database: Path, pump: str) -> list[tuple[str, str]]:
     with sqlite3.connect(database) as conn:
         return conn.execute(
@@ -84,12 +96,7 @@ async def test_the_simulated_plant_drifts_into_an_alarm_the_service_raises_and_s
     )  # fmt: skip
     service: asyncio.subprocess.Process | None = None
     try:
-        assert simulator.stdout is not None
-        line = (await asyncio.wait_for(simulator.stdout.readline(), WAIT_SECONDS)).decode()
-        # The simulator prints the command that points the service at it: run exactly that.
-        match = re.fullmatch(r"PUMPOPS_Telemetry__OpcUa='(.+)' pumpops telemetry\n", line)
-        assert match, line
-        service = await pumpops(settings, "telemetry", "--no-triage", env={"PUMPOPS_Telemetry__OpcUa": match[1]})
+        service, sources = await point_service_at(settings, simulator)
         for _ in range(int(WAIT_SECONDS / 0.2)):
             if telemetry_alarms(tmp_path / "plant.db", "PUMP-002"):
                 break
@@ -105,7 +112,7 @@ async def test_the_simulated_plant_drifts_into_an_alarm_the_service_raises_and_s
             service.kill()
         await stop(simulator)
 
-    status = run_pumpops(settings, "telemetry", "status", "--json", env={"PUMPOPS_Telemetry__OpcUa": match[1]})
+    status = run_pumpops(settings, "telemetry", "status", "--json", env={"PUMPOPS_Telemetry__OpcUa": sources})
     assert status.returncode == 0, status.stderr
     [source] = json.loads(status.stdout)["sources"]
     assert source["name"] == "simulator" and source["state"] == "stopped" and source["received"] > 0
@@ -119,11 +126,7 @@ async def test_a_service_killed_mid_stream_leaves_a_sound_database_with_every_ba
     service: asyncio.subprocess.Process | None = None
     database = tmp_path / "plant.db"
     try:
-        assert simulator.stdout is not None
-        line = (await asyncio.wait_for(simulator.stdout.readline(), WAIT_SECONDS)).decode()
-        match = re.fullmatch(r"PUMPOPS_Telemetry__OpcUa='(.+)' pumpops telemetry\n", line)
-        assert match, line
-        service = await pumpops(settings, "telemetry", "--no-triage", env={"PUMPOPS_Telemetry__OpcUa": match[1]})
+        service, _ = await point_service_at(settings, simulator)
         for _ in range(int(WAIT_SECONDS / 0.1)):
             with sqlite3.connect(database) as conn:
                 live = conn.execute("SELECT count(*) FROM telemetry_sources WHERE received > 0").fetchone()[0]
