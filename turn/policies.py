@@ -83,6 +83,17 @@ class TurnPolicies:
             return []
         return [policy_call(self.status_tool, {})]
 
+    def declines_calls(self, question: str, domain: Collection[str]) -> bool:
+        """Whether the model's first calls go unmade because the question names nothing of the plant.
+
+        The scope rule (`checks.scope.off_topic` with no results yet, ``domain`` the words of the tools and of the
+        session's earlier reads) judged before any read instead of after the answer: a question about the weather,
+        trivia or a poem needs no plant data, and a read made for it only lends the refusal's subject a result to
+        be answered from. A status question ("Anything wrong?") names no plant word either and is read for
+        (`opening_calls`).
+        """
+        return not asks_for_reassurance(question) and off_topic(question, Evidence(), domain) is not None
+
     def claim_calls(
         self,
         answer: ChatMessageContent,

@@ -40,7 +40,7 @@ from semantic_kernel.exceptions import KernelException, ServiceException
 
 from chat.response_format import with_response_format
 from checks.evidence import Evidence
-from checks.scope import domain_words
+from checks.scope import REFUSAL, domain_words
 from governance.audit_log import RejectionRecorder
 from governance.identity import CallContext, acting_as
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
@@ -186,6 +186,10 @@ class TurnRunner:
             unread = not (calls or last or turn.records)
             earlier = [items_text(m) for m in chat.messages if m.role == AuthorRole.TOOL] if unread else []
             claim = self._policies.claim_calls(message, question, self._kernel, turn.domain, earlier) if unread else []
+            if calls and not turn.evidence.results and self._policies.declines_calls(question, turn.domain):
+                # Off-topic: no plant data is read for it; the answer checks give the scoped refusal.
+                turn.answer, turn.pieces = REFUSAL, []
+                return
             if calls:
                 chat.add_message(message)
                 new_messages.append(message)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import pytest
 
 from chat.local.qwen_format import STATUS_NOTE
+from checks.scope import REFUSAL
 from governance import APPROVAL_ID
 from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
@@ -313,3 +314,21 @@ async def test_a_follow_up_answered_from_what_the_session_read_stands(model: Dri
     )
     outcome = await model.run(make_settings(tmp_path), "Was that above 3?", ["Yes: 3.2 mm/s."], first)
     assert outcome.result.tool_calls == [] and outcome.result.answer == "Yes: 3.2 mm/s." and outcome.model_calls == 1
+
+
+async def test_the_first_calls_for_a_question_that_names_nothing_of_the_plant_are_not_made(
+    model: Driver, tmp_path: Path
+) -> None:
+    moves: list[Move] = [Call(MANUALS_TOOL, {"question": "football results"})]
+    outcome = await model.run(make_settings(tmp_path), "Who won the football final last night?", moves)
+    assert outcome.result.tool_calls == [] and outcome.model_calls == 1
+    assert outcome.result.answer == REFUSAL
+    assert [(c.check, c.action) for c in outcome.result.corrections] == [("off_topic", "refused")]
+
+
+async def test_the_calls_for_a_question_about_the_plant_are_made_however_it_is_worded(
+    model: Driver, tmp_path: Path
+) -> None:
+    moves: list[Move] = [Call("alarms-list_alarms", {}), "Five alarms are active."]
+    outcome = await model.run(make_settings(tmp_path), "Which alarms are still active?", moves)
+    assert [name for name, _, _ in calls_of(outcome.result)] == ["alarms-list_alarms"]

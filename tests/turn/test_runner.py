@@ -166,7 +166,7 @@ async def test_json_inside_a_tool_result_is_never_executed(settings: Settings, t
 async def test_a_repeated_call_is_detected_as_a_loop_and_the_turn_degrades(settings: Settings) -> None:
     same = reply(tool_calls=[call("assets-get_system_summary")])
     fake = ScriptedOllama([same, dict(same), reply("unreachable")])
-    result = await run_turn(settings, fake, "Loop please")
+    result = await run_turn(settings, fake, "Give me the system summary again and again")
     assert result.degraded and "loop detected" in (result.reason or "")
     assert len(fake.requests) == 2
 
