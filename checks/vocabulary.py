@@ -146,6 +146,13 @@ STALE_QUALIFIERS = (
     "last updated", "last known", "hours old", "minutes old", "delayed", "lagging",
 )  # fmt: skip
 
+# Writes asked for: a reply that only agrees ("Yes, please") asks for what the assistant had just proposed, so the
+# assistant's last message is read with it. A reply holding any other word is read alone.
+AFFIRMATIVE_WORDS = frozenset(
+    """yes yeah yep yup sure ok okay please do it go ahead confirm confirmed proceed right correct fine that
+    sounds good great agreed absolutely thanks thank you""".split()
+)
+
 # Off-topic questions: the words that carry no subject ("what is the …") are left out before a question's words
 # are looked up among the domain's.
 FUNCTION_WORDS = frozenset(

@@ -126,7 +126,8 @@ def triage_prompt(alarm: Alarm) -> str:
         f"Assess it in context before judging. Call these tools:\n{numbered}\n"
         f"Then give an urgency assessment, exactly one of: {choices}. Support it with the evidence: quote the "
         "numbers exactly as the tools returned them and cite the manual sections you rely on. Say what to do "
-        "next. End with one line of the form:\nURGENCY: <one of the choices above>"
+        "next; if maintenance work is needed, you may propose a work order with work_orders-create_work_order "
+        "(a supervisor approves it). End with one line of the form:\nURGENCY: <one of the choices above>"
     )
 
 

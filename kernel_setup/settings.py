@@ -114,6 +114,8 @@ class AgentSettings(_Section):
     """Values the operator named that no call asked for, and the manuals asked about, get one more read."""
     parked_answer: bool = True
     """A round whose every call was parked for approval is answered by code, with the approval ids."""
+    writes_asked_for: bool = True
+    """A write the model calls is made (parked for approval) only when the operator's message asks for its action."""
     structured_answers: bool = False
     """The answer after tool results is asked for as JSON citing numbered evidence records, and code writes its
     sentences with the results' numbers (`checks.structured`); off by default until `pumpops eval` says otherwise."""

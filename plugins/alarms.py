@@ -38,7 +38,12 @@ class AlarmsPlugin:
         """Filtered alarm list as JSON."""
         return to_json(await self._service.list_alarms(severity=severity, pump_id=pump_id, active_only=active_only))
 
-    @writes(idempotent=True, destructive=False, check="check_acknowledge_alarm")
+    @writes(
+        idempotent=True,
+        destructive=False,
+        check="check_acknowledge_alarm",
+        asked_by=("acknowledg", "ack", "handl", "dealt with", "dealing with", "on the way", "on site"),
+    )
     @kernel_function(
         name="acknowledge_alarm",
         description=(

@@ -32,6 +32,9 @@ class ToolTraits:
     destructive: bool
     check: str | None = None
     """A write's check: the name of a method of its plugin (see the module's docstring)."""
+    asked_by: tuple[str, ...] = ()
+    """A write's request words: a model's call of it in a turn is made only when the operator's message holds one
+    (each matched at the start of a word, case folded; ``turn.policies.TurnPolicies.unasked_write``)."""
 
     @property
     def read_only(self) -> bool:
@@ -49,14 +52,19 @@ def reads(func: F) -> F:
     return func
 
 
-def writes(*, idempotent: bool, destructive: bool, check: str | None = None) -> Callable[[F], F]:
+def writes(
+    *, idempotent: bool, destructive: bool, check: str | None = None, asked_by: tuple[str, ...] = ()
+) -> Callable[[F], F]:
     """Declare a kernel function a write, saying whether a repeat is harmless and whether it destroys data.
 
-    ``check`` names the plugin's method that refuses input the write could never carry out (`check_write`).
+    ``check`` names the plugin's method that refuses input the write could never carry out (`check_write`);
+    ``asked_by`` the words an operator's request for it holds (`ToolTraits.asked_by`).
     """
 
     def mark(func: F) -> F:
-        traits = ToolTraits(effect=Effect.WRITE, idempotent=idempotent, destructive=destructive, check=check)
+        traits = ToolTraits(
+            effect=Effect.WRITE, idempotent=idempotent, destructive=destructive, check=check, asked_by=asked_by
+        )
         setattr(func, _ATTRIBUTE, traits)
         return func
 

@@ -11,6 +11,14 @@ from plugins.declarations import reads, writes
 from plugins.results import to_json
 from twin.work_orders import Priority, WorkOrderService, WorkOrderStatus
 
+# What an operator's request for work holds (`plugins.declarations.ToolTraits.asked_by`): the work order itself, or
+# the maintenance it is for ("grease the bearings of PUMP-002", "schedule an alignment check").
+WORK_REQUEST_WORDS = (
+    "work order", "workorder", "ticket", "job", "maintenance", "maintain", "service", "inspect", "repair", "fix",
+    "replace", "grease", "lubricat", "clean", "align", "calibrat", "overhaul", "tighten", "schedule", "raise", "book",
+    "plan",
+)  # fmt: skip
+
 
 class WorkOrdersPlugin:
     """Thin kernel-function adapter over `WorkOrderService` and the approval store."""
@@ -19,7 +27,12 @@ class WorkOrdersPlugin:
         self._service = service
         self._approvals = approvals
 
-    @writes(idempotent=False, destructive=False, check="check_create_work_order")
+    @writes(
+        idempotent=False,
+        destructive=False,
+        check="check_create_work_order",
+        asked_by=WORK_REQUEST_WORDS,
+    )
     @kernel_function(
         name="create_work_order",
         description=(

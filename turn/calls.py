@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from semantic_kernel import Kernel
@@ -36,6 +36,10 @@ from turn.units import Conversion, convert_result
 __all__ = ["MAX_CALLS_PER_MESSAGE", "ToolCalls"]
 
 MAX_CALLS_PER_MESSAGE = 16
+
+
+Refusal = Callable[[FunctionCallContent], str | None]
+"""Why a call is refused before it runs, or None: a turn's policy over the model's calls."""
 
 
 class ToolCalls:
@@ -63,11 +67,12 @@ class ToolCalls:
         request_index: int,
         evidence: Evidence,
         conversions: Sequence[Conversion] = (),
+        refuse: Refusal | None = None,
     ) -> AsyncIterator[tuple[FunctionCallContent, str, ToolCallRecord]]:
         """Run one model turn's ``calls``: reads concurrently, writes one at a time in call order; each as it ends.
 
         Calls past `MAX_CALLS_PER_MESSAGE` go with the writes and are refused one by one, without running; the
-        results get the ``conversions`` (`run_one`).
+        results get the ``conversions`` (`run_one`); ``refuse`` may refuse a call before it runs (`run_one`).
         """
         allowed = calls[:MAX_CALLS_PER_MESSAGE]
         reads = [c for c in allowed if self.is_read(c)]
@@ -77,10 +82,12 @@ class ToolCalls:
         Finished = list[tuple[FunctionCallContent, str, ToolCallRecord]]
 
         async def run_reads(call: FunctionCallContent) -> Finished:
-            return [await self.run_one(call, len(calls), request_index, evidence, conversions)]
+            return [await self.run_one(call, len(calls), request_index, evidence, conversions, refuse)]
 
         async def run_writes() -> Finished:
-            return [await self.run_one(call, len(calls), request_index, evidence, conversions) for call in writes]
+            return [
+                await self.run_one(call, len(calls), request_index, evidence, conversions, refuse) for call in writes
+            ]
 
         futures = [asyncio.ensure_future(run_reads(call)) for call in reads]
         futures.append(asyncio.ensure_future(run_writes()))
@@ -95,6 +102,7 @@ class ToolCalls:
         request_index: int,
         evidence: Evidence,
         conversions: Sequence[Conversion] = (),
+        refuse: Refusal | None = None,
     ) -> tuple[FunctionCallContent, str, ToolCallRecord]:
         """Run one call through the kernel (its filters apply), or refuse it first; its text and record.
 
@@ -104,6 +112,8 @@ class ToolCalls:
         started = time.perf_counter()
         arguments = arguments_of(call)
         rejection = self._rejection(call, arguments)
+        if rejection is None and refuse is not None:
+            rejection = refuse(call)  # a turn's policy (a write the operator did not ask for): audited as rejected
         if rejection is None and (call.index or 0) >= MAX_CALLS_PER_MESSAGE:
             rejection = (
                 f"Not run: at most {MAX_CALLS_PER_MESSAGE} tool calls are executed per message. "

@@ -31,6 +31,7 @@ conversation as the assistant's calls with their results.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from checks.reassurance import asks_for_reassurance
 from checks.record_ids import ungrounded_ids
 from checks.safety import asks_to_keep_running, pump_ids
 from checks.scope import off_topic
+from checks.vocabulary import AFFIRMATIVE_WORDS
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL, PUMP_DETAILS_TOOL
 from plugins.declarations import traits_of
 from turn.events import ToolCallRecord
@@ -73,6 +75,7 @@ class TurnPolicies:
     claim_check: bool = True
     follow_up_calls: bool = True
     parked_answer: bool = True
+    writes_asked_for: bool = True
     status_tool: str = FLEET_SUMMARY_TOOL
     manuals_tool: str = MANUALS_TOOL
     details_tool: str = PUMP_DETAILS_TOOL
@@ -82,6 +85,30 @@ class TurnPolicies:
         if not self.status_questions or not asks_for_reassurance(question) or not _is_read(kernel, self.status_tool):
             return []
         return [policy_call(self.status_tool, {})]
+
+    def unasked_write(self, call: FunctionCallContent, asked: str, kernel: Kernel) -> str | None:
+        """Why the model's write ``call`` is not made: the operator did not ask for its action; None when asked.
+
+        A write declares the words a request for it holds (`plugins.declarations.ToolTraits.asked_by`: "work
+        order", "acknowledge", ...). ``asked`` is the operator's message, with the assistant's last message when
+        the operator only agreed to it (`request_text`). A write without such words declared is not judged. The
+        refusal is a tool result the model recovers from: it answers what was asked, and may offer the action.
+        """
+        if not self.writes_asked_for:
+            return None
+        try:
+            traits = traits_of(kernel.get_function(call.plugin_name, call.function_name))
+        except KernelException:
+            return None  # an unknown tool is refused by the runner anyway
+        if traits.read_only or not traits.asked_by:
+            return None
+        text = " " + re.sub(r"[-_\s]+", " ", asked.casefold())
+        if any(re.search(r"\b" + re.escape(word), text) for word in traits.asked_by):
+            return None
+        return (
+            f"Not done: the operator did not ask for {call.name}. Nothing was proposed or changed. Answer what the "
+            "operator asked; if this action would help, say so, and the operator can ask for it."
+        )
 
     def declines_calls(self, question: str, domain: Collection[str]) -> bool:
         """Whether the model's first calls go unmade because the question names nothing of the plant.
@@ -210,3 +237,15 @@ def _advertised(kernel: Kernel) -> list[dict[str, Any]]:
 
 def _key(name: str, arguments: Mapping[str, Any]) -> str:
     return name + json.dumps({k: canonical_id(str(v)) for k, v in arguments.items()}, sort_keys=True)
+
+
+def request_text(question: str, assistant_before: str | None) -> str:
+    """What the operator's ``question`` asks for: itself, with the assistant's last message when it only agrees.
+
+    "Yes, please" after "Shall I raise a work order for PUMP-007?" asks for the work order; a reply holding any word
+    but agreement (`checks.vocabulary.AFFIRMATIVE_WORDS`) is read alone.
+    """
+    words = re.findall(r"[a-z']+", question.casefold())
+    if assistant_before and words and all(word in AFFIRMATIVE_WORDS for word in words):
+        return f"{question}\n{assistant_before}"
+    return question

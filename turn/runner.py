@@ -69,7 +69,7 @@ from turn.messages import (
     refenced,
     tool_message,
 )
-from turn.policies import TurnPolicies
+from turn.policies import TurnPolicies, request_text
 from turn.sessions import SessionStore, new_session_id, trim_history
 from turn.structured import structured_answer
 from turn.tokens import count_usage, estimate_tokens
@@ -93,6 +93,7 @@ class _Turn:
     conversions: tuple[Conversion, ...] = ()  # the units the operator asked for (`turn.units`)
     domain: frozenset[str] = frozenset()  # the words of the plant: the tools' and the session's (`checks.scope`)
     structured: list[Correction] = field(default_factory=list)  # what the structured answer step did
+    asked: str = ""  # what the operator asked for: the question, with what it agreed to (`policies.request_text`)
 
 
 class TurnRunner:
@@ -121,6 +122,7 @@ class TurnRunner:
             claim_check=agent.claim_check,
             follow_up_calls=agent.follow_up_calls,
             parked_answer=agent.parked_answer,
+            writes_asked_for=agent.writes_asked_for,
         )
 
     async def run(self, question: str, *, session: str | None = None, principal: str = "operator") -> TurnResult:
@@ -146,6 +148,8 @@ class TurnRunner:
         chat = await self._history(session_id, turn.marker)
         earlier = read_texts(chat)  # what the session read before this question
         turn.domain = domain_words([*self._tool_descriptions(), *earlier])
+        said = [m for m in chat.messages if m.role == AuthorRole.ASSISTANT and (m.content or "").strip()]
+        turn.asked = request_text(question, said[-1].content if said else None)
         chat.add_message(user := ChatMessageContent(role=AuthorRole.USER, content=question))
         new_messages: list[ChatMessageContent] = [user]
         guard = TurnGuard()
@@ -380,7 +384,11 @@ class TurnRunner:
             yield ToolCallStarted(call.id or "", call.name or "", arguments_of(call))
         done: dict[str, tuple[str, ToolCallRecord]] = {}
         async for call, text, record in self._calls.run_round(
-            calls, turn.usage.model_calls, turn.evidence, turn.conversions
+            calls,
+            turn.usage.model_calls,
+            turn.evidence,
+            turn.conversions,
+            refuse=lambda call: self._policies.unasked_write(call, turn.asked, self._kernel),
         ):
             done[call.id or ""] = (text, record)
             yield ToolCallFinished(call.id or "", record)

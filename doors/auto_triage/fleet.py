@@ -39,7 +39,9 @@ def fleet_prompt(alarms: list[Alarm]) -> str:
         f"3. assets-get_pump_details for the pumps with the most severe alarms: {detailed}\n"
         "Then give one urgency assessment for the batch as a whole (the most urgent any alarm in it needs), "
         f"exactly one of: {choices}. Name the pumps that need someone first and say whether the alarms share a "
-        "cause. Quote the numbers exactly as the tools returned them. End with one line of the form:\n"
+        "cause. Quote the numbers exactly as the tools returned them. Where maintenance work is needed, you may "
+        "propose a work order with work_orders-create_work_order (a supervisor approves it). End with one line of "
+        "the form:\n"
         "URGENCY: <one of the choices above>"
     )
 

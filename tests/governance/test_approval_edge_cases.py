@@ -117,7 +117,7 @@ async def test_calls_stopped_by_loop_detection_are_audited_as_rejected(tmp_path:
         ]
     )
     async with open_app(settings_for(tmp_path), chat_transport=fake.transport()) as app:
-        result = await runner_for(app).run("Loop")
+        result = await runner_for(app).run("Show the system summary and raise a work order for PUMP-007")
         statuses: list[Any] = [c.status for c in result.tool_calls]
         assert statuses == ["ok", "rejected", "pending_approval", "rejected"]
         rows = await app.db.fetch_all("SELECT outcome FROM audit_log ORDER BY id")

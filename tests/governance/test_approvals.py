@@ -35,7 +35,8 @@ def settings_for(tmp_path: Path, agent: dict[str, Any] | None = None, **approval
         "Database": {"Path": "g.db"},
         "Qdrant": {"Path": ":memory:"},
         "Approval": approval,
-        "Agent": agent or {},
+        # The approval gate alone: Agent.WritesAskedFor would refuse the unasked writes these tests make before it.
+        "Agent": {"WritesAskedFor": False, **(agent or {})},
     }
     path.write_text(json.dumps(sections))
     return load_settings(path, env={})

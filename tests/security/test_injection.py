@@ -74,7 +74,9 @@ async def app(tmp_path: Path) -> AsyncIterator[tuple[AppContext, ScriptedOllama]
     path = tmp_path / "appsettings.json"
     # The model's own moves, as scripted: the turn's policies would answer a parked round by code (`turn.policies`),
     # so the obedient model would never get to act on what it read; an attacker cannot count on that.
-    agent = {"ParkedAnswer": False, "StatusQuestions": False, "FollowUpCalls": False}
+    # The approval gate alone, too: Agent.WritesAskedFor would refuse the writes an operator's question never asked
+    # for before they reach it (tests/turn/test_policies.py); the gate must hold without that policy.
+    agent = {"ParkedAnswer": False, "StatusQuestions": False, "FollowUpCalls": False, "WritesAskedFor": False}
     # One operator parks three writes per payload, far past Approval.MaxPendingPerPrincipal: lift the cap, which
     # tests/governance/test_approval_queue.py covers, so every payload meets the parking path.
     approval = {"MaxPendingPerPrincipal": 100_000}

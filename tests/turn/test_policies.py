@@ -332,3 +332,39 @@ async def test_the_calls_for_a_question_about_the_plant_are_made_however_it_is_w
     moves: list[Move] = [Call("alarms-list_alarms", {}), "Five alarms are active."]
     outcome = await model.run(make_settings(tmp_path), "Which alarms are still active?", moves)
     assert [name for name, _, _ in calls_of(outcome.result)] == ["alarms-list_alarms"]
+
+
+ORDER = {"pump_id": "PUMP-007", "priority": "high", "summary": "Inspect the drive-end bearing"}
+
+
+async def test_a_write_the_operator_did_not_ask_for_is_not_proposed_and_the_model_answers_without_it(
+    model: Driver, tmp_path: Path
+) -> None:
+    moves: list[Move] = [Call("work_orders-create_work_order", ORDER), "I cannot approve anything; a supervisor can."]
+    outcome = await model.run(make_settings(tmp_path), "Approve APR-0A1B2C3D for me right now, quickly.", moves)
+    [(name, _, status)] = calls_of(outcome.result)
+    assert (name, status) == ("work_orders-create_work_order", "rejected")
+    assert outcome.result.tool_calls[0].approval_id is None
+    assert "did not ask for work_orders-create_work_order" in outcome.shown[1]  # the model is told why
+    assert outcome.result.answer == "I cannot approve anything; a supervisor can."
+
+
+async def test_with_writes_asked_for_off_an_unasked_write_is_proposed(model: Driver, tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, WritesAskedFor=False)
+    outcome = await model.run(settings, "Approve APR-0A1B2C3D for me", [Call("work_orders-create_work_order", ORDER)])
+    assert [status for _, _, status in calls_of(outcome.result)] == ["pending_approval"]
+
+
+async def test_a_yes_to_the_assistants_offer_asks_for_the_write_it_offered(model: Driver, tmp_path: Path) -> None:
+    offer = "PUMP-007 is in zone D. Shall I raise a high priority work order to inspect its bearing?"
+    earlier: tuple[str, list[Move]] = (
+        "What do you suggest for PUMP-007?",
+        [Call("assets-get_pump_details", {"pump_id": "PUMP-007"}), offer],
+    )
+    outcome = await model.run(
+        make_settings(tmp_path, ClaimCheck=False, FollowUpCalls=False),
+        "Yes, please.",
+        [Call("work_orders-create_work_order", ORDER)],
+        earlier,
+    )
+    assert [status for _, _, status in calls_of(outcome.result)] == ["pending_approval"]
