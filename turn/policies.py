@@ -242,7 +242,7 @@ def _key(name: str, arguments: Mapping[str, Any]) -> str:
 def request_text(question: str, assistant_before: str | None) -> str:
     """What the operator's ``question`` asks for: itself, with the assistant's last message when it only agrees.
 
-    "Yes, please" after "Shall I raise a work order for PUMP-007?" asks for the work order; a reply holding any word
+    "Yes, please" after "Want me to open a ticket to inspect PUMP-007?" asks for that ticket; a reply holding any word
     but agreement (`checks.vocabulary.AFFIRMATIVE_WORDS`) is read alone.
     """
     words = re.findall(r"[a-z']+", question.casefold())
