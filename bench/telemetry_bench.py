@@ -40,8 +40,9 @@ from storage import Database
 from telemetry.batching import Batcher
 from telemetry.sources.mqtt import MqttSource
 from twin.models import SensorType
-from twin.readings import Reading, ReadingStore, StoredBatch, format_ts
+from twin.readings import Reading, ReadingStore, StoredBatch
 from twin.sample_fleet import load_sample_fleet
+from twin.timestamps import format_ts
 
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
 TOPIC = "bench/plant/{pump}/{sensor}"

@@ -11,13 +11,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kernel_setup.plant_settings import AlarmSettings, TelemetrySettings
 from storage import Database
 from telemetry.batching import Batcher
 from telemetry.sources import build_sources
-from telemetry.sources.base import Source, SourceState, SourceStatus
+from telemetry.sources.base import Source, SourceState
 from telemetry.status import StatusBoard
 from twin.alarm_rules import AlarmRules
 from twin.readings import ReadingStore, StoredBatch
@@ -120,18 +120,8 @@ class TelemetryService:
             raise
         except Exception as exc:  # a source bug must not stop the others; it is reported, not hidden
             logger.exception("telemetry source %s stopped on an unexpected error", source.name)
-            previous = self.board.latest.get(source.name)
-            await self.board.report(
-                SourceStatus(
-                    name=source.name,
-                    kind=source.kind,
-                    state=SourceState.FAILED,
-                    detail=f"stopped on an unexpected error: {type(exc).__name__}: {exc}"[:300],
-                    received=previous.received if previous else 0,
-                    malformed=previous.malformed if previous else 0,
-                    last_value_at=previous.last_value_at if previous else None,
-                )
-            )
+            detail = f"stopped on an unexpected error: {type(exc).__name__}: {exc}"[:300]
+            await self.board.report(replace(source.status(), state=SourceState.FAILED, detail=detail))
 
     async def _stored(self, batch: StoredBatch) -> None:
         self.counts.stored += len(batch.inserted)

@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from storage import Database
 from telemetry.sources.base import SourceState, SourceStatus
+from twin.timestamps import format_ts
 
 _UPSERT = """
     INSERT INTO telemetry_sources (name, kind, state, detail, received, malformed, last_value_at, updated_at)
@@ -71,7 +72,7 @@ class StatusBoard:
             changed = [s for name, s in self._latest.items() if self._written.get(name) != s]
             if not changed:
                 return
-            now = _ts(datetime.now(UTC))
+            now = format_ts(datetime.now(UTC))
             await self._db.execute_many(_UPSERT, [_row(s, now) for s in changed])
             for status in changed:
                 self._written[status.name] = status
@@ -94,7 +95,7 @@ async def read_statuses(db: Database) -> list[SourceRecord]:
 
 
 def _row(status: SourceStatus, now: str) -> tuple[object, ...]:
-    last = _ts(status.last_value_at) if status.last_value_at is not None else None
+    last = format_ts(status.last_value_at) if status.last_value_at is not None else None
     return (
         status.name,
         status.kind,
@@ -105,7 +106,3 @@ def _row(status: SourceStatus, now: str) -> tuple[object, ...]:
         last,
         now,
     )
-
-
-def _ts(value: datetime) -> str:
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

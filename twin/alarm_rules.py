@@ -30,7 +30,8 @@ import aiosqlite
 from storage import Database
 from twin.iso10816 import Zone, assess
 from twin.models import BadDirection, Foundation, SensorType, Severity
-from twin.readings import Reading, format_ts
+from twin.readings import Reading
+from twin.timestamps import format_ts, parse_ts
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class AlarmRules:
                 severity=Severity(row["severity"]),
                 value=row["value"] if row["value"] is not None else 0.0,
                 message=row["message"],
-                raised_at=_parse_ts(row["raised_at"]),
+                raised_at=parse_ts(row["raised_at"]),
                 alarm_id=row["alarm_id"],
                 dirty=False,
             )
@@ -313,7 +314,3 @@ def _number(value: float) -> str:
     """A value as people write it: up to three decimals, no trailing zeros (``9.4``, ``1650``)."""
     text = f"{value:.3f}".rstrip("0").rstrip(".")
     return "0" if text == "-0" else text
-
-
-def _parse_ts(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))

@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import Field
 
+from twin.timestamps import parse_ts
+
 __all__ = ["STALE_FIELD", "Clock", "Staleness", "stale_field", "utc_now"]
 
 Clock = Callable[[], datetime]
@@ -56,7 +58,7 @@ class Staleness:
         if self.after_seconds is None or not recorded_at:
             return None
         try:
-            at = datetime.fromisoformat(recorded_at.replace("Z", "+00:00"))
+            at = parse_ts(recorded_at)
         except ValueError:
             return None
         if at.tzinfo is None:

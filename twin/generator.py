@@ -16,8 +16,8 @@ import numpy as np
 from storage import Database
 from twin.iso10816 import Zone, assess, boundaries
 from twin.models import SENSOR_SPECS, Foundation, SensorType
-from twin.sample_fleet import format_ts
 from twin.sample_fleet_data import AF150, AF400, VT600
+from twin.timestamps import format_ts
 
 READING_INTERVAL_HOURS = 6
 BATCH_PUMPS = 250

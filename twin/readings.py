@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from storage import Database
 from twin.models import SensorType
+from twin.timestamps import format_ts
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +149,3 @@ def _newest(rows: Iterable[tuple[str, str, float]]) -> list[tuple[str, str, floa
 
 def _time(reading: Reading) -> datetime:
     return reading.at
-
-
-def format_ts(value: datetime) -> str:
-    """A UTC time as the registry stores it: ``YYYY-MM-DDTHH:MM:SSZ`` (sub-second parts dropped)."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -16,6 +16,7 @@ from storage import Database
 from twin.iso10816 import boundaries
 from twin.models import SENSOR_SPECS, SensorType
 from twin.sample_fleet_data import SAMPLE_ALARMS, SAMPLE_MAINTENANCE, SAMPLE_PUMPS, AlarmSpec, PumpSpec
+from twin.timestamps import format_ts
 
 HISTORY_DAYS = 90
 READING_INTERVAL_HOURS = 6
@@ -36,11 +37,6 @@ def alarm_threshold(spec: PumpSpec, sensor_type: SensorType) -> float:
     if sensor_type is SensorType.DISCHARGE_PRESSURE:
         return round(spec.duty_pressure_bar * 0.85, 2)
     return round(spec.rated_current_a * 1.10, 1)
-
-
-def format_ts(value: datetime) -> str:
-    """UTC timestamp as stored: ``YYYY-MM-DDTHH:MM:SSZ``."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _series(spec: PumpSpec, sensor_type: SensorType, times: int, rng: random.Random) -> list[float]:

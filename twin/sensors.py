@@ -14,6 +14,7 @@ from twin.freshness import Staleness, stale_field
 from twin.identifiers import normalize_pump_id
 from twin.iso10816 import Zone, assess
 from twin.models import SENSOR_SPECS, BadDirection, Foundation, SensorType
+from twin.timestamps import format_ts, parse_ts
 
 MAX_READINGS_LISTED = 20
 MIN_TREND_DAYS = 1
@@ -162,8 +163,8 @@ class SensorService:
         end = sensor["latest_at"]
         if end is None:
             return empty
-        end_dt = _parse_ts(end)
-        start = _format_ts(end_dt - timedelta(days=days))
+        end_dt = parse_ts(end)
+        start = format_ts(end_dt - timedelta(days=days))
         stats = await self._db.fetch_one(
             """
             SELECT COUNT(*) AS n, MIN(value) AS lo, MAX(value) AS hi, AVG(value) AS mean,
@@ -286,11 +287,3 @@ def _project(
         return ProjectionStatus.BEYOND_HORIZON, None, None
     crossing = end + timedelta(days=days_until)
     return ProjectionStatus.CROSSES, crossing.date().isoformat(), round(days_until, 1)
-
-
-def _parse_ts(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def _format_ts(value: datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")

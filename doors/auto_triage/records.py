@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from doors.triage import Urgency
 from storage import Database
 from twin.alarms import Alarm, alarm_from_row
+from twin.timestamps import format_ts
 
 MAX_ATTEMPTS = 2
 """A failed triage turn is tried once more on a later poll, then recorded failed for good."""
@@ -104,7 +105,7 @@ class TriageRecord(BaseModel):
 
 def now_text() -> str:
     """The current time as stored: ISO-8601 UTC, ``YYYY-MM-DDTHH:MM:SSZ`` (as twin/ writes timestamps)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_ts(datetime.now(UTC))
 
 
 class Pending(BaseModel):

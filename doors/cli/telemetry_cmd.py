@@ -16,11 +16,11 @@ from doors.auto_triage import AutoTriage, TriageAlreadyRunning, TriageLease
 from doors.cli.common import CliState, fail, print_json, run, state
 from doors.cli.safe_text import safe_text
 from kernel_setup.app import AppContext, open_app
-from kernel_setup.plant_settings import MqttSourceSettings
 from storage import Database
 from telemetry.service import ServiceCounts, TelemetryService
 from telemetry.status import SourceRecord, read_statuses
 from turn.factory import check_model
+from twin.timestamps import parse_ts
 
 app = typer.Typer(
     help=(
@@ -170,7 +170,6 @@ async def _start_triage(cli: CliState, app: AppContext) -> asyncio.Task[None] | 
         )
         return None
     triage = app.settings.triage
-    mqtt = _mqtt_source(app, triage.mqtt_source)
     lease = TriageLease(app.settings.database_path)
     try:
         lease.acquire()  # checked here so the refusal is said at start; `run` takes the lease again for itself
@@ -179,7 +178,7 @@ async def _start_triage(cli: CliState, app: AppContext) -> asyncio.Task[None] | 
         return None
     lease.release()
     cli.err_console.print("triaging each new alarm automatically", highlight=False)
-    return asyncio.create_task(_triage(cli, AutoTriage(app, triage, mqtt=mqtt)), name="auto-triage")
+    return asyncio.create_task(_triage(cli, AutoTriage(app, triage)), name="auto-triage")
 
 
 async def _triage(cli: CliState, dispatcher: AutoTriage) -> None:
@@ -189,13 +188,9 @@ async def _triage(cli: CliState, dispatcher: AutoTriage) -> None:
         cli.err_console.print(f"[yellow]automatic triage is off here: {safe_text(str(exc))}[/]", highlight=False)
 
 
-def _mqtt_source(app: AppContext, name: str | None) -> MqttSourceSettings | None:
-    return next((s for s in app.settings.telemetry.mqtt if s.name == name), None) if name else None
-
-
 def _ago(stamp: str) -> str:
     try:
-        seconds = (datetime.now(UTC) - datetime.fromisoformat(stamp.replace("Z", "+00:00"))).total_seconds()
+        seconds = (datetime.now(UTC) - parse_ts(stamp)).total_seconds()
     except ValueError:
         return stamp
     if seconds < 120:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, date, datetime, tzinfo
+from datetime import date, datetime, tzinfo
 from enum import Enum
 from typing import Any, TypeVar
 
 from twin.identifiers import ALARM, ALARM_ID_PATTERN, PUMP, PUMP_ID_PATTERN, WORK_ORDER, canonical_record_id
 from twin.importing.errors import BadValueError
 from twin.models import SENSOR_SPECS, SensorType
+from twin.timestamps import format_ts
 
 E = TypeVar("E", bound=Enum)
 
@@ -173,4 +174,4 @@ def timestamp(fields: dict[str, Any], name: str, zone: tzinfo | None, *, optiona
                 "time zone (--time-zone Europe/Berlin)"
             )
         moment = moment.replace(tzinfo=zone)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_ts(moment)
