@@ -9,16 +9,35 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from governance.roles import Proof, Role
 
 
 @dataclass(frozen=True)
 class CallContext:
-    """The identity behind an invocation and the door it came through."""
+    """The identity behind an invocation and the door it came through.
+
+    ``principal`` is who the door knows is asking (``proof`` says how); ``label`` is a name the caller
+    gave for themselves (``--as``, an MCP client's name), recorded beside the principal and never trusted;
+    ``roles`` are the principal's, looked up by the door.
+    """
 
     principal: str
     session: str | None = None
     door: str = "direct"
+    proof: Proof = Proof.NONE
+    roles: frozenset[Role] = field(default_factory=frozenset)
+    label: str | None = None
+
+    def has(self, role: Role) -> bool:
+        """Whether the principal holds ``role`` (roles count only for a proven principal)."""
+        return role in self.roles and self.proof.proven
+
+    @property
+    def audit_name(self) -> str:
+        """The principal as the audit trail records it: an asserted label shown beside it, marked as asserted."""
+        return self.principal if not self.label else f"{self.principal} (asserted: {self.label})"
 
 
 _CURRENT: ContextVar[CallContext | None] = ContextVar("pumpops_call_context", default=None)

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
+from kernel_setup.identity_settings import IdentitySettings
 from kernel_setup.plant_settings import AlarmSettings, PlantSettings, TelemetrySettings, TriageSettings
 from kernel_setup.settings_sections import Section as _Section
 from kernel_setup.settings_sections import alias as _alias
@@ -200,6 +201,7 @@ class Settings(_Section):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
     audit: AuditSettings = Field(default_factory=AuditSettings)
+    identity: IdentitySettings = Field(default_factory=IdentitySettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     plant: PlantSettings = Field(default_factory=PlantSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
