@@ -2,7 +2,8 @@
 
 Built on the SDK's low-level `Server`, so the tool list is `tool_definitions` verbatim and argument
 checking is ours: a `tools/call` goes to `kernel.invoke` with the client's raw arguments, inside
-`acting_as(CallContext(principal="mcp:<client>", door="mcp"))`, so the audit filter records it and the
+`acting_as` the caller (over stdio and in process: the OS user running the server, proof ``os_user``, with
+the client's self-declared name as an asserted label "mcp:<client>"), so the audit filter records it and the
 argument filter types or refuses it exactly as for the chat. Calls refused before the kernel (an
 unknown tool, arguments that are not an object or that JSON-RPC cannot carry to the kernel as sent: a
 non-finite number, nesting past `MAX_NESTING`) are recorded with `AuditLog.record_rejected`;
@@ -11,7 +12,7 @@ non-finite number, nesting past `MAX_NESTING`) are recorded with `AuditLog.recor
 Messages are read off the wire by `doors.mcp_transport` (bounded nesting, every line answered), and
 over HTTP the Host and Origin headers are always checked (`transport_security`).
 
-The server trusts its transport: the client name in the principal is what the client says it is.
+Over HTTP the server trusts its transport: the client name in the principal is what the client says it is.
 Over HTTP it listens on loopback unless told otherwise; anything else belongs behind an
 authenticating proxy.
 """
@@ -23,6 +24,7 @@ import logging
 import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -52,6 +54,7 @@ from kernel_setup.app import AppContext
 from kernel_setup.direct_calls import pumpops_cause, resolve_function, tool_definitions
 from kernel_setup.errors import ToolCallError
 from kernel_setup.filters.audit import STATUS_KEY
+from kernel_setup.local_identity import local_caller
 from plugins.declarations import traits_of
 
 logger = logging.getLogger(__name__)
@@ -101,15 +104,22 @@ class PumpOpsMcpServer(Server[None, Any]):
 
     async def _handle_call(self, request: types.CallToolRequest) -> types.ServerResult:
         context = self.request_context
-        call = CallContext(
-            principal=f"mcp:{_client_name(context.session)}",
-            session=_session_id(context.request),
-            door="mcp",
-        )
+        if context.request is None:  # stdio or in process: a local door
+            call = self._local_caller(context.session)
+        else:
+            call = CallContext(
+                principal=f"mcp:{_client_name(context.session)}",
+                session=_session_id(context.request),
+                door="mcp",
+            )
         params = request.params
         with acting_as(call):
             result = await self.call(params.name, params.arguments, (params.model_extra or {}).get(MALFORMED_KEY))
         return types.ServerResult(result)
+
+    def _local_caller(self, session: ServerSession) -> CallContext:
+        """A local client's caller: the OS user running this server, the client's own name as an asserted label."""
+        return replace(local_caller(self._app.settings, "mcp"), label=f"mcp:{_client_name(session)}")
 
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, malformed: Mapping[str, Any] | None = None

@@ -15,12 +15,16 @@ from enum import Enum
 from pydantic import BaseModel
 
 from core.errors import PumpOpsError
+from governance.identity import CallContext
+from governance.roles import Proof
 from kernel_setup.app import AppContext
 from turn.events import TurnEvent, TurnFinished, TurnResult
 from turn.factory import runner_for
 from twin.alarms import Alarm
 
 AUTOMATION_PRINCIPAL = "automation:triage"
+AUTOMATION = CallContext(principal=AUTOMATION_PRINCIPAL, door="triage", proof=Proof.SERVICE)
+"""Automatic triage acting on its own: a service, no person, so no role counts (its writes wait for a supervisor)."""
 TREND_DAYS = 30
 
 
@@ -56,7 +60,7 @@ async def triage_alarm(
     app: AppContext,
     alarm_id: str,
     *,
-    principal: str = AUTOMATION_PRINCIPAL,
+    principal: CallContext = AUTOMATION,
     on_event: Callable[[TurnEvent], None] | None = None,
 ) -> TriageResult:
     """Assess one alarm with the agent and return its urgency with the evidence (the turn).
@@ -64,7 +68,7 @@ async def triage_alarm(
     Args:
         app: An open app (``async with open_app(settings) as app``).
         alarm_id: The alarm, e.g. ``"ALM-0001"`` (trimmed and upper-cased).
-        principal: Who is asking, recorded in the audit trail.
+        principal: Who is asking, recorded in the audit trail: automation by default, or a local door's caller.
         on_event: Called with every turn event as it happens (e.g. to stream to a terminal).
 
     Returns:
@@ -77,7 +81,7 @@ async def triage_alarm(
     """
     alarm = await read_alarm(app, alarm_id)
     result: TurnResult | None = None
-    async for event in runner_for(app).stream(triage_prompt(alarm), principal=principal, door="triage"):
+    async for event in runner_for(app).stream(triage_prompt(alarm), principal=principal):
         if on_event is not None:
             on_event(event)
         if isinstance(event, TurnFinished):

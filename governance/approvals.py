@@ -216,7 +216,7 @@ class ApprovalStore:
         if not allow_self_approval and same_principal(by, approval.requested_by):
             raise ApprovalError(
                 f"{by} requested {approval.id} and cannot approve it (Approval.AllowSelfApproval is false). "
-                f"A supervisor approves it with `pumpops approvals approve {approval.id} --by NAME`."
+                f"A supervisor other than the requester approves it with `pumpops approvals approve {approval.id}`."
             )
         if approval.status is ApprovalStatus.APPROVED:
             return approval, True  # approved earlier but not executed (a crash or a failed run): retry

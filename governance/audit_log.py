@@ -287,7 +287,7 @@ def _columns(
 ) -> dict[str, Any]:
     who = call if call is not None else current_call()
     columns: dict[str, Any] = {
-        "principal": utf8(who.principal),
+        "principal": utf8(who.audit_name),  # an asserted label shows beside the principal, marked as asserted
         "session": None if who.session is None else utf8(who.session),
         "door": utf8(who.door),
         "function": utf8(function),

@@ -24,3 +24,7 @@ class ApprovalRequiredError(PumpOpsError):
 
 class PrincipalError(PumpOpsError):
     """A principal name was refused: empty, too long, hidden characters, or letters of mixed scripts."""
+
+
+class RoleError(PumpOpsError):
+    """A principal lacks the role an action needs (approving, rejecting, reading the audit trail)."""

@@ -19,6 +19,7 @@ from semantic_kernel.filters.filter_types import FilterTypes
 from governance import ApprovalStore
 from governance.audit_log import AuditLog, AuditOutcome
 from governance.identity import CallContext
+from governance.roles import Proof
 from kernel_setup.approvals import ApprovalService
 from kernel_setup.errors import SettingsError
 from kernel_setup.filters import validate_arguments
@@ -38,7 +39,7 @@ from twin.freshness import Clock, Staleness, utc_now
 from twin.sample_fleet import load_sample_fleet
 from twin.work_orders import WorkOrderService
 
-STARTUP = CallContext(principal="pumpops", door="startup")
+STARTUP = CallContext(principal="pumpops", door="startup", proof=Proof.SERVICE)
 """Who the audit row of a start is recorded as."""
 POLICY_AUDIT_FUNCTION = "settings-approval_policy"
 """The audit row's function name for a start whose `Approval.Policy` lets writes run without approval."""

@@ -1,7 +1,10 @@
 """The supervisor's side of the gate: list, approve (execute exactly once) and reject parked actions.
 
-Never a kernel function or an MCP tool: only the `pumpops approvals` commands and the chat's
-slash commands reach it, and each decision is audited.
+Never a kernel function or an MCP tool: only the `pumpops approvals` commands, the chat's slash
+commands and an authenticated approval endpoint reach it, each passing the decider as its door proved
+it (`CallContext`). Deciding needs the supervisor role; approving needs a principal other than the
+requester (four eyes), relaxed by `Approval.AllowSelfApproval` except for safety-relevant writes. Each
+decision, and each refusal, is audited.
 """
 
 from __future__ import annotations
@@ -21,17 +24,18 @@ from governance import (
     DecisionOutcome,
     Grant,
     granting,
-    principal_name,
+    same_principal,
     show_hidden,
 )
+from governance.access import require_role
 from governance.audit_log import AuditLog, AuditOutcome
 from governance.identity import CallContext, acting_as
+from governance.roles import Role
 from kernel_setup.direct_calls import pumpops_cause, resolve_function
 from kernel_setup.errors import ToolCallError
 from kernel_setup.filters.approval import audit_hook, policy_for
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
-
-DOOR = "approvals"
+from plugins.declarations import traits_of
 
 
 class ApprovalService:
@@ -64,33 +68,32 @@ class ApprovalService:
         """One approval."""
         return await self._store.get(approval_id)
 
-    async def approve(self, approval_id: str, by: str) -> ApprovalDecision:
-        """Approve and execute a parked action exactly once; approving it again returns the first result.
+    async def approve(self, approval_id: str, who: CallContext) -> ApprovalDecision:
+        """Approve and execute a parked action exactly once as ``who``; approving it again returns the first result.
 
-        The decision says whether this call ran the action (``executed``) or found it already run, by whom
-        and when (``already_executed``, with that execution's result); of several supervisors approving one
-        action at once, exactly one runs it.
+        ``who`` is the decider as its door proved it (a local door's OS user, a token's principal). The
+        decision says whether this call ran the action (``executed``) or found it already run, by whom and
+        when (``already_executed``, with that execution's result); of several supervisors approving one
+        action at once, exactly one runs it. Every refusal is audited as denied.
 
         Raises:
-            PrincipalError: ``by`` is not a valid name.
-            ApprovalError: unknown, expired, rejected, self-approval, or the execution failed (the approval
-                then stays approved and can be approved again to retry).
+            RoleError: ``who`` is not a proven principal with the supervisor role.
+            ApprovalError: unknown, expired, rejected, the requester approving its own action (four eyes), or
+                the execution failed (the approval then stays approved and can be approved again to retry).
         """
-        who = _decider(by)
         try:
-            who = CallContext(principal=principal_name(by, option="--by"), door=DOOR)
+            require_role(who, f"approve {_shown(approval_id)}", Role.SUPERVISOR)
             parked = await self._store.get(approval_id)
             function = None if parked.status is ApprovalStatus.EXECUTED else self._runnable(parked)
-            approval, _ = await self._store.claim(
-                approval_id, who.principal, allow_self_approval=self._settings.allow_self_approval
-            )
+            allow_self = self._four_eyes(parked, who, function)
+            approval, _ = await self._store.claim(approval_id, who.principal, allow_self_approval=allow_self)
         except PumpOpsError as exc:
             await self._audit_decision("approvals-approve", approval_id, who, AuditOutcome.DENIED, str(exc))
             raise
         await self._audit_decision("approvals-approve", approval.id, who, AuditOutcome.OK, approval.function)
         if approval.status is ApprovalStatus.EXECUTED or function is None:
             return _decision(approval, ran=False)
-        hook = audit_hook(self._audit, function, approval.arguments, f"{approval.id} approved by {who.principal}")
+        hook = audit_hook(self._audit, function, approval.arguments, f"{approval.id} approved by {who.audit_name}")
         grant = Grant(approval_id=approval.id, function=approval.function, on_commit=hook, approver=who.principal)
         with acting_as(who), granting(grant):
             try:
@@ -105,6 +108,30 @@ class ApprovalService:
                 ) from exc
         return _decision(await self._store.get(approval.id), ran=grant.executed)
 
+    def _four_eyes(self, parked: Approval, who: CallContext, function: KernelFunction | None) -> bool:
+        """Whether the requester may approve ``parked`` itself (the claim's ``allow_self_approval``).
+
+        `Approval.AllowSelfApproval` allows it, never for a safety-relevant write (`ToolTraits.safety_relevant`).
+
+        Raises:
+            ApprovalError: ``who`` requested ``parked`` and may not approve it.
+        """
+        safety = function is not None and traits_of(function).safety_relevant
+        allowed = self._settings.allow_self_approval and not safety
+        if not allowed and parked.status is not ApprovalStatus.EXECUTED:
+            if same_principal(who.principal, parked.requested_by):
+                why = (
+                    f"{parked.function} is safety-relevant, so the four-eyes rule holds even with "
+                    "Approval.AllowSelfApproval"
+                    if safety and self._settings.allow_self_approval
+                    else "Approval.AllowSelfApproval is false"
+                )
+                raise ApprovalError(
+                    f"{who.principal} requested {parked.id} and cannot approve it ({why}). A supervisor other than "
+                    f"the requester approves it with `pumpops approvals approve {parked.id}`."
+                )
+        return allowed
+
     def _runnable(self, approval: Approval) -> KernelFunction:
         """The function a parked action calls, if it still exists and policy still lets it be approved.
 
@@ -116,7 +143,7 @@ class ApprovalService:
         except ToolCallError as exc:
             raise ApprovalError(
                 f"{approval.id} calls {approval.function}, which no longer exists; reject it with "
-                f"`pumpops approvals reject {approval.id} --by NAME --reason ...`."
+                f"`pumpops approvals reject {approval.id} --reason ...`."
             ) from exc
         if policy_for(self._settings, function) is PolicyDecision.DENY:
             raise ApprovalError(
@@ -124,16 +151,15 @@ class ApprovalService:
             )
         return function
 
-    async def reject(self, approval_id: str, by: str, reason: str) -> Approval:
-        """Reject a pending action with a reason; it can never run.
+    async def reject(self, approval_id: str, who: CallContext, reason: str) -> Approval:
+        """Reject a pending action as ``who`` with a reason; it can never run. Every refusal is audited as denied.
 
         Raises:
-            PrincipalError: ``by`` is not a valid name.
+            RoleError: ``who`` is not a proven principal with the supervisor role.
             ApprovalError: unknown id, no reason, or no longer pending.
         """
-        who = _decider(by)
         try:
-            who = CallContext(principal=principal_name(by, option="--by"), door=DOOR)
+            require_role(who, f"reject {_shown(approval_id)}", Role.SUPERVISOR)
             approval = await self._store.reject(approval_id, who.principal, reason)
         except PumpOpsError as exc:
             await self._audit_decision("approvals-reject", approval_id, who, AuditOutcome.DENIED, str(exc))
@@ -149,9 +175,9 @@ class ApprovalService:
         )
 
 
-def _decider(by: str) -> CallContext:
-    """Who a refused decision is audited as: the name as given, hidden characters shown as escapes."""
-    return CallContext(principal=show_hidden(by.strip())[:100] or "(nobody)", door=DOOR)
+def _shown(approval_id: str) -> str:
+    """An approval id as typed, for a message: trimmed, capped, hidden characters shown as escapes."""
+    return show_hidden(approval_id.strip())[:40] or "(no id)"
 
 
 def _decision(approval: Approval, *, ran: bool) -> ApprovalDecision:

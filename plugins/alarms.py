@@ -41,6 +41,8 @@ class AlarmsPlugin:
     @writes(
         idempotent=True,
         destructive=False,
+        # An acknowledged alarm stops demanding attention: acknowledged by mistake, a real hazard goes unseen.
+        safety_relevant=True,
         check="check_acknowledge_alarm",
         asked_by=("acknowledg", "ack", "handl", "dealt with", "dealing with", "on the way", "on site"),
     )

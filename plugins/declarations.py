@@ -6,6 +6,10 @@ of the same plugin, taking the same arguments, that raises what the write would 
 could never carry out (an unknown pump, a summary too short), so the approval gate refuses such a
 call at once instead of parking it for a supervisor whose approval could only fail, and returns the
 arguments it normalises in canonical form (a trimmed, upper-case id), so one intent is one approval.
+
+A write also declares whether it is safety-relevant: whether a mistaken or malicious run could make
+people miss a hazard at the plant. For those the four-eyes rule (a supervisor other than the requester
+approves) holds even where `Approval.AllowSelfApproval` relaxes it for other writes.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ class ToolTraits:
     effect: Effect
     idempotent: bool
     destructive: bool
+    safety_relevant: bool = False
+    """A write whose approval must always come from a second person (see the module's docstring)."""
     check: str | None = None
     """A write's check: the name of a method of its plugin (see the module's docstring)."""
     asked_by: tuple[str, ...] = ()
@@ -43,7 +49,7 @@ class ToolTraits:
 
 
 READ = ToolTraits(effect=Effect.READ, idempotent=True, destructive=False)
-UNDECLARED = ToolTraits(effect=Effect.WRITE, idempotent=False, destructive=True)
+UNDECLARED = ToolTraits(effect=Effect.WRITE, idempotent=False, destructive=True, safety_relevant=True)
 
 
 def reads(func: F) -> F:
@@ -53,9 +59,16 @@ def reads(func: F) -> F:
 
 
 def writes(
-    *, idempotent: bool, destructive: bool, check: str | None = None, asked_by: tuple[str, ...] = ()
+    *,
+    idempotent: bool,
+    destructive: bool,
+    safety_relevant: bool,
+    check: str | None = None,
+    asked_by: tuple[str, ...] = (),
 ) -> Callable[[F], F]:
-    """Declare a kernel function a write, saying whether a repeat is harmless and whether it destroys data.
+    """Declare a kernel function a write: is a repeat harmless, does it destroy data, is it safety-relevant.
+
+    Every write must say whether it is safety-relevant (its approval always needs a second person).
 
     ``check`` names the plugin's method that refuses input the write could never carry out (`check_write`);
     ``asked_by`` the words an operator's request for it holds (`ToolTraits.asked_by`).
@@ -63,7 +76,12 @@ def writes(
 
     def mark(func: F) -> F:
         traits = ToolTraits(
-            effect=Effect.WRITE, idempotent=idempotent, destructive=destructive, check=check, asked_by=asked_by
+            effect=Effect.WRITE,
+            idempotent=idempotent,
+            destructive=destructive,
+            safety_relevant=safety_relevant,
+            check=check,
+            asked_by=asked_by,
         )
         setattr(func, _ATTRIBUTE, traits)
         return func

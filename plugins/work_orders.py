@@ -30,6 +30,9 @@ class WorkOrdersPlugin:
     @writes(
         idempotent=False,
         destructive=False,
+        # A work order asks for maintenance: it silences no alarm and changes no equipment, and a wrong one is
+        # seen and cancelled by whoever plans the work; self-approval may be allowed for it.
+        safety_relevant=False,
         check="check_create_work_order",
         asked_by=WORK_REQUEST_WORDS,
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Any
 
@@ -125,7 +125,9 @@ class TurnRunner:
             writes_asked_for=agent.writes_asked_for,
         )
 
-    async def run(self, question: str, *, session: str | None = None, principal: str = "operator") -> TurnResult:
+    async def run(
+        self, question: str, *, session: str | None = None, principal: str | CallContext = "operator"
+    ) -> TurnResult:
         """Run a turn to the end and return its result."""
         result: TurnResult | None = None
         async for event in self.stream(question, session=session, principal=principal):
@@ -135,9 +137,17 @@ class TurnRunner:
         return result
 
     async def stream(
-        self, question: str, *, session: str | None = None, principal: str = "operator", door: str = "chat"
+        self,
+        question: str,
+        *,
+        session: str | None = None,
+        principal: str | CallContext = "operator",
+        door: str = "chat",
     ) -> AsyncIterator[TurnEvent]:
         """Run a turn, yielding events as they happen; the last event is `TurnFinished`.
+
+        ``principal`` is the door's caller (a `CallContext`, its door used and ``door`` ignored), or a bare name
+        for an unproven caller of ``door`` (an integrator's code).
 
         Raises:
             ChatServiceError: the model service failed; the message says what to do.
@@ -153,7 +163,8 @@ class TurnRunner:
         chat.add_message(user := ChatMessageContent(role=AuthorRole.USER, content=question))
         new_messages: list[ChatMessageContent] = [user]
         guard = TurnGuard()
-        with acting_as(CallContext(principal=principal, session=session_id, door=door)), guarding(guard):
+        caller = principal if isinstance(principal, CallContext) else CallContext(principal=principal, door=door)
+        with acting_as(replace(caller, session=session_id)), guarding(guard):
             if opening := self._policies.opening_calls(question, self._kernel):
                 async for event in self._policy_round(opening, chat, new_messages, turn, note=STATUS_QUESTION):
                     yield event
@@ -167,7 +178,7 @@ class TurnRunner:
             yield delta
         if settled.answer:
             new_messages.append(ChatMessageContent(role=AuthorRole.ASSISTANT, content=settled.answer))
-        await self._sessions.append(session_id, principal, new_messages)
+        await self._sessions.append(session_id, caller.principal, new_messages)
         yield TurnFinished(self._result(settled, turn, turn.structured))
 
     async def _rounds(

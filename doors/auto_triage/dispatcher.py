@@ -39,7 +39,7 @@ from doors.auto_triage.records import (
     now_text,
 )
 from doors.auto_triage.sinks import FileSink, MqttSink, Sink, SinkError, StdoutSink, WebhookSink
-from doors.triage import AUTOMATION_PRINCIPAL, UnknownAlarmError, parse_urgency, triage_alarm
+from doors.triage import AUTOMATION, UnknownAlarmError, parse_urgency, triage_alarm
 from kernel_setup.app import AppContext
 from kernel_setup.errors import SettingsError
 from kernel_setup.plant_settings import MqttSourceSettings, TriageSettings
@@ -196,7 +196,7 @@ class AutoTriage:
     async def _fleet_turn(self, alarms: list[Alarm]) -> TurnResult:
         result: TurnResult | None = None
         runner = runner_for(self._app)
-        async for event in runner.stream(fleet_prompt(alarms), principal=AUTOMATION_PRINCIPAL, door="triage"):
+        async for event in runner.stream(fleet_prompt(alarms), principal=AUTOMATION):
             if isinstance(event, TurnFinished):
                 result = event.result
         assert result is not None  # the runner always ends with TurnFinished

@@ -1,4 +1,9 @@
-"""`pumpops approvals`: the supervisor's commands to list, approve and reject parked actions."""
+"""`pumpops approvals`: the supervisor's commands to list, approve and reject parked actions.
+
+The decider is the OS user running the command (`kernel_setup.local_identity.local_caller`), with the roles
+`Identity.Roles` gives it; deciding needs the supervisor role. ``--by NAME`` is only an asserted label
+recorded beside the OS user (when `Identity.AllowAssertedNames` is true): it never changes who decides.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,19 @@ import json
 
 import typer
 
-from doors.cli.common import CliState, print_json, run, state
+from doors.cli.common import CliState, caller, print_json, run, state
 from doors.cli.safe_text import safe_text
 from governance import DEFAULT_PAGE, MAX_PAGE, Approval, ApprovalDecision, ApprovalPage
 from kernel_setup.app import open_app
 
 app = typer.Typer(help="Review parked actions: list, approve (runs it once), reject.", no_args_is_help=True)
+
+DOOR = "approvals"
+BY_HELP = (
+    "An asserted label recorded beside your OS user, e.g. --by 'J. Supervisor' on a shared account (needs "
+    "Identity.AllowAssertedNames). It never changes who decides: the OS user running this command, which needs "
+    "the supervisor role (Identity.Roles)."
+)
 
 JSON_FIELDS = {
     "id",
@@ -96,18 +108,20 @@ def list_approvals(
 def approve(
     ctx: typer.Context,
     approval_id: str = typer.Argument(..., help="The approval id, e.g. APR-1A2B3C4D."),
-    by: str = typer.Option(..., "--by", help="Who approves (recorded; may not be the requester)."),
+    by: str | None = typer.Option(None, "--by", help=BY_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for machines."),
 ) -> None:
     """Approve a parked action and execute it exactly once; approving it again returns the first result.
 
-    Example: pumpops approvals approve APR-1A2B3C4D --by "J. Supervisor"
+    You decide as the OS user running this command: it needs the supervisor role and may not be the requester.
+    Example: pumpops approvals approve APR-1A2B3C4D
     """
     cli = state(ctx)
+    who = caller(cli, DOOR, by, option="--by")
 
     async def work() -> ApprovalDecision:
         async with open_app(cli.settings()) as context:
-            return await context.approvals.approve(approval_id, by)
+            return await context.approvals.approve(approval_id, who)
 
     decision = run(cli, work())
     if as_json:
@@ -121,19 +135,20 @@ def approve(
 def reject(
     ctx: typer.Context,
     approval_id: str = typer.Argument(..., help="The approval id, e.g. APR-1A2B3C4D."),
-    by: str = typer.Option(..., "--by", help="Who rejects (recorded)."),
+    by: str | None = typer.Option(None, "--by", help=BY_HELP),
     reason: str = typer.Option(..., "--reason", help="Why (recorded, shown to the operator)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON for machines."),
 ) -> None:
-    """Reject a pending action; it will never run.
+    """Reject a pending action; it will never run. You decide as the OS user, which needs the supervisor role.
 
-    Example: pumpops approvals reject APR-1A2B3C4D --by "J. Supervisor" --reason "duplicate of WO-0003"
+    Example: pumpops approvals reject APR-1A2B3C4D --reason "duplicate of WO-0003"
     """
     cli = state(ctx)
+    who = caller(cli, DOOR, by, option="--by")
 
     async def work() -> Approval:
         async with open_app(cli.settings()) as context:
-            return await context.approvals.reject(approval_id, by, reason)
+            return await context.approvals.reject(approval_id, who, reason)
 
     rejected = run(cli, work())
     if as_json:

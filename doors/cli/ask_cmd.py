@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 
 import httpx
 import typer
 
 from doors.cli.chat_render import tool_line, turn_flags, usage_line
-from doors.cli.common import CliState, checked_principal, print_json, run, state
+from doors.cli.common import ASSERTED_HELP, CliState, caller, print_json, run, state
 from doors.cli.safe_text import safe_text
+from governance.identity import CallContext
 from kernel_setup.app import open_app
 from turn.events import TextDelta, ToolCallFinished, ToolCallStarted, TurnFinished, TurnResult
 from turn.factory import check_model, runner_for
@@ -21,15 +21,15 @@ def ask(
     question: str = typer.Argument(..., help="The question, in plain language."),
     session: str | None = typer.Option(None, "--session", help="Continue this session (its id is printed)."),
     as_json: bool = typer.Option(False, "--json", help="Print the turn result JSON only."),
-    principal: str = typer.Option(getpass.getuser(), "--as", help="Who is asking (recorded in the audit trail)."),
+    asserted: str | None = typer.Option(None, "--as", help=ASSERTED_HELP),
 ) -> None:
     """Ask one question; tools run through the kernel's filters; the answer cites tool results.
 
     Example: pumpops ask "Which pump needs attention?" --json
     """
     cli = state(ctx)
-    name = checked_principal(cli, principal)
-    result = run(cli, _ask(cli, question, session, name, as_json))
+    who = caller(cli, "cli", asserted)
+    result = run(cli, _ask(cli, question, session, who, as_json))
     if as_json:
         print_json(cli, result.model_dump(mode="json"))
     if result.degraded and not result.answer.strip():
@@ -40,7 +40,7 @@ async def _ask(
     cli: CliState,
     question: str,
     session: str | None,
-    principal: str,
+    principal: CallContext,
     as_json: bool,
     *,
     transport: httpx.AsyncBaseTransport | None = None,

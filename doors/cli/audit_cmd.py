@@ -1,4 +1,8 @@
-"""`pumpops audit`: read the newest audit rows and verify the hash chain."""
+"""`pumpops audit`: read the newest audit rows and verify the hash chain.
+
+Reading the trail needs the auditor or supervisor role, held by the OS user running the command
+(`Identity.Roles`); a refusal exits 2 saying how to get the role, and is itself audited.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,13 @@ import json
 import typer
 
 from core.errors import sentence
-from doors.cli.common import CliState, fail, print_json, run, state
+from doors.cli.common import CliState, caller, fail, print_json, run, state
 from doors.cli.safe_text import safe_text
-from governance.audit_log import AuditLog, AuditRow, ChainReport
+from governance.access import require_role
+from governance.audit_log import AuditLog, AuditOutcome, AuditRow, ChainReport
+from governance.errors import RoleError
+from governance.identity import CallContext
+from governance.roles import Role
 from storage import Database
 
 app = typer.Typer(help="Read and verify the hash-chained audit trail.", no_args_is_help=True)
@@ -28,6 +36,7 @@ def tail(
     Example: pumpops audit tail -n 50 --json
     """
     cli = state(ctx)
+    _require_reader(cli, "tail")
 
     async def work() -> list[AuditRow]:
         db = await _open(cli)
@@ -60,6 +69,7 @@ def verify(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
     Example: pumpops audit verify
     """
     cli = state(ctx)
+    _require_reader(cli, "verify")
 
     async def work() -> ChainReport:
         db = await _open(cli)
@@ -86,6 +96,25 @@ def verify(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
         )
     if not report.ok:
         raise typer.Exit(EXIT_BROKEN_CHAIN)
+
+
+def _require_reader(cli: CliState, command: str) -> None:
+    """Refuse (exit 2, the refusal audited when a database exists) unless the OS user may read the audit trail."""
+    who = caller(cli, "cli")
+    try:
+        require_role(who, "read the audit trail", Role.AUDITOR, Role.SUPERVISOR)
+    except RoleError as exc:
+        if cli.settings().database_path.is_file():
+            run(cli, _record_refusal(cli, who, f"audit-{command}", str(exc)))
+        fail(cli, str(exc))
+
+
+async def _record_refusal(cli: CliState, who: CallContext, function: str, reason: str) -> None:
+    db = await Database.open(cli.settings().database_path)
+    try:
+        await AuditLog(db).record(function=function, arguments={}, outcome=AuditOutcome.DENIED, call=who, detail=reason)
+    finally:
+        await db.close()
 
 
 async def _open(cli: CliState) -> Database:

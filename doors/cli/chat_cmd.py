@@ -8,7 +8,6 @@ A turn runs as a task that Ctrl-C cancels; Ctrl-C twice at the prompt, Ctrl-D or
 from __future__ import annotations
 
 import asyncio
-import getpass
 import sys
 from contextlib import AsyncExitStack
 from typing import Protocol, TextIO
@@ -19,8 +18,9 @@ from rich.console import Console
 
 from core.errors import PumpOpsError
 from doors.cli.chat_session import ChatSession
-from doors.cli.common import CliState, checked_principal, error_code, state
+from doors.cli.common import ASSERTED_HELP, CliState, caller, error_code, state
 from doors.cli.safe_text import safe_text
+from governance.identity import CallContext
 from kernel_setup.app import open_app
 from kernel_setup.settings import Settings
 from turn.factory import check_model
@@ -75,17 +75,17 @@ class StreamReader:
 def chat_command(
     ctx: typer.Context,
     session: str | None = typer.Option(None, "--session", help="Continue this session (its id is printed)."),
-    principal: str = typer.Option(getpass.getuser(), "--as", help="Who is asking (recorded in the audit trail)."),
+    asserted: str | None = typer.Option(None, "--as", help=ASSERTED_HELP),
 ) -> None:
     """Chat with the assistant; tool calls show as they run. /help lists the commands.
 
     Ctrl-C cancels the running turn; Ctrl-C twice at the prompt, Ctrl-D or /quit exits.
-    Example: pumpops chat --as alice
+    Example: pumpops chat
     """
     cli = state(ctx)
-    name = checked_principal(cli, principal)  # a refused name exits 2 before the model is needed
+    who = caller(cli, "chat", asserted)  # a refused name exits 2 before the model is needed
     reader: LineReader = TerminalReader() if sys.stdin.isatty() else StreamReader(sys.stdin, cli.console)
-    code = run_chat(cli, reader, session=session, principal=name)
+    code = run_chat(cli, reader, session=session, principal=who)
     if code:
         raise typer.Exit(code)
 
@@ -95,7 +95,7 @@ def run_chat(
     reader: LineReader,
     *,
     session: str | None = None,
-    principal: str,
+    principal: CallContext,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> int:
     """Run a whole chat and return the exit code: 0; 3 when no chat model can answer; 2 when it could not start.
@@ -128,7 +128,7 @@ async def _open(
     stack: AsyncExitStack,
     settings: Settings,
     cli: CliState,
-    principal: str,
+    principal: CallContext,
     session: str | None,
     transport: httpx.AsyncBaseTransport | None,
 ) -> ChatSession:

@@ -10,6 +10,7 @@ import asyncio
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Protocol, cast
 
 from rich.console import Console
@@ -17,7 +18,7 @@ from rich.console import Console
 from core.errors import PumpOpsError
 from doors.cli.chat_render import TurnRenderer, print_approvals, print_decision, print_history, print_tools
 from doors.cli.safe_text import safe_text
-from governance import principal_name
+from governance.identity import CallContext
 from kernel_setup.app import AppContext
 from kernel_setup.direct_calls import tool_definitions
 from turn.factory import runner_for
@@ -48,12 +49,12 @@ class ApprovalsService(Protocol):
         """One approval; raises a `PumpOpsError` for an unknown id."""
         ...
 
-    async def approve(self, approval_id: str, by: str) -> Any:
-        """Approve and run a parked action; raises a `PumpOpsError` when refused."""
+    async def approve(self, approval_id: str, who: CallContext) -> Any:
+        """Approve and run a parked action as ``who``; raises a `PumpOpsError` when refused."""
         ...
 
-    async def reject(self, approval_id: str, by: str, reason: str) -> Any:
-        """Reject a parked action; raises a `PumpOpsError` when refused."""
+    async def reject(self, approval_id: str, who: CallContext, reason: str) -> Any:
+        """Reject a parked action as ``who``; raises a `PumpOpsError` when refused."""
         ...
 
 
@@ -61,16 +62,25 @@ class ChatSession:
     """The state of one chat: the app, who is asking, the current session id."""
 
     def __init__(
-        self, app: AppContext, console: Console, *, principal: str, session: str | None = None, model: str = ""
+        self,
+        app: AppContext,
+        console: Console,
+        *,
+        principal: CallContext,
+        session: str | None = None,
+        model: str = "",
     ) -> None:
-        """Start a chat as ``principal`` (checked by `principal_name`; a refused name raises `PrincipalError`)."""
+        """Start a chat as ``principal``, the door's caller (`kernel_setup.local_identity.local_caller`).
+
+        Its turns, /approve and /reject act as it: deciding needs its principal's supervisor role.
+        """
         if session is not None and not 0 < len(session) <= MAX_SESSION_ID_LENGTH:
             raise PumpOpsError(f"A session id has 1 to {MAX_SESSION_ID_LENGTH} characters; got {len(session)}.")
         self.console = console
         self.session = session or new_session_id()
         self.turns = 0
         self._app = app
-        self._principal = principal_name(principal, option="--as")
+        self._caller = principal
         self._continued = session is not None
         ollama = app.settings.ollama
         self._model = model or f"{ollama.model_id} at {ollama.host}"
@@ -82,7 +92,7 @@ class ChatSession:
         stored = len(await SessionStore(self._app.db).load(self.session)) if self._continued else 0
         state = f"continuing, {stored} messages" if stored else "new"
         self.console.print(
-            f"[dim]session {safe_text(self.session)} ({state}) · as {safe_text(self._principal)} · "
+            f"[dim]session {safe_text(self.session)} ({state}) · as {safe_text(self._caller.audit_name)} · "
             "/help for commands · Ctrl-C cancels a turn · /quit or Ctrl-D exits[/]",
             highlight=False,
         )
@@ -102,9 +112,7 @@ class ChatSession:
         renderer = TurnRenderer(self.console, answer_prefix="pumpops> ")
 
         async def turn() -> None:
-            async for event in self._runner.stream(
-                question, session=self.session, principal=self._principal, door="chat"
-            ):
+            async for event in self._runner.stream(question, session=self.session, principal=self._caller):
                 renderer.render(event)
 
         task = asyncio.create_task(turn())
@@ -179,7 +187,7 @@ class ChatSession:
         if (service := self._approvals()) is None:
             return
         try:
-            approval = await service.approve(approval_id, by=self._principal)
+            approval = await service.approve(approval_id, self._deciding())
         except PumpOpsError as exc:
             await self._refused(service, approval_id, exc)
             return
@@ -193,11 +201,15 @@ class ChatSession:
         if (service := self._approvals()) is None:
             return
         try:
-            approval = await service.reject(approval_id, by=self._principal, reason=reason.strip())
+            approval = await service.reject(approval_id, self._deciding(), reason=reason.strip())
         except PumpOpsError as exc:
             await self._refused(service, approval_id, exc)
             return
         print_decision(self.console, approval)
+
+    def _deciding(self) -> CallContext:
+        """The chat's caller deciding an approval, tied to this session in the audit trail."""
+        return replace(self._caller, session=self.session)
 
     async def _refused(self, service: ApprovalsService, approval_id: str, exc: PumpOpsError) -> None:
         """Say why, and when the action is still pending, how a supervisor decides it."""
@@ -211,7 +223,8 @@ class ChatSession:
             return  # an unknown id: the refusal said so
         if pending:
             self.console.print(
-                f"A supervisor approves it with: pumpops approvals approve {safe_text(approval_id)} --by NAME",
+                f"A supervisor other than the requester approves it with: pumpops approvals approve "
+                f"{safe_text(approval_id)}",
                 highlight=False,
             )
 

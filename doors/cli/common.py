@@ -13,7 +13,9 @@ from rich.console import Console
 from chat.factory import ModelUnavailableError
 from core.errors import PumpOpsError
 from doors.cli.safe_text import safe_json, safe_text
-from governance import PrincipalError, principal_name
+from governance import PrincipalError
+from governance.identity import CallContext
+from kernel_setup.local_identity import local_caller
 from kernel_setup.settings import Settings
 from kernel_setup.settings_loading import load_settings
 
@@ -76,9 +78,19 @@ def print_json(cli: CliState, data: Any) -> None:
     cli.console.out(safe_json(data), highlight=False)
 
 
-def checked_principal(cli: CliState, name: str, option: str = "--as") -> str:
-    """The principal given with ``option``, checked and in display form; a refused name exits 2 saying why."""
+ASSERTED_HELP = (
+    "A name to record beside your OS user as an asserted label, e.g. --as alice; accepted only when "
+    "Identity.AllowAssertedNames is true. The OS user stays the principal: a label never grants a role."
+)
+"""The help text of every local door's ``--as`` option."""
+
+
+def caller(cli: CliState, door: str, asserted: str | None = None, option: str = "--as") -> CallContext:
+    """Who asks at a local door: the OS user with its roles (`local_caller`), ``asserted`` as a label if allowed.
+
+    A refused name (invalid, or a typed name while `Identity.AllowAssertedNames` is false) exits 2 saying why.
+    """
     try:
-        return principal_name(name, option=option)
+        return local_caller(cli.settings(), door, asserted=asserted, option=option)
     except PrincipalError as exc:
         fail(cli, str(exc))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 import time
 from collections.abc import Awaitable
@@ -13,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from core.errors import PumpOpsError
-from doors.cli.common import checked_principal, print_json, run, state
+from doors.cli.common import ASSERTED_HELP, caller, print_json, run, state
 from doors.cli.safe_text import safe_text
 from governance.audit_log import AuditLog, AuditOutcome
 from governance.effects import Effect
@@ -54,7 +53,7 @@ def import_command(
         "(default: Plant.TimeZone).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON for machines."),
-    principal: str = typer.Option(getpass.getuser(), "--as", help="Who imports (recorded in the audit trail)."),
+    asserted: str | None = typer.Option(None, "--as", help=ASSERTED_HELP),
 ) -> None:
     """Import a plant's records; every file is one transaction and importing it again changes nothing.
 
@@ -65,7 +64,7 @@ def import_command(
     """
     cli = state(ctx)
     settings = cli.settings()
-    name_as = checked_principal(cli, principal)
+    who = caller(cli, "cli", asserted)
 
     async def work() -> ImportReport:
         named = time_zone or settings.plant.time_zone
@@ -84,7 +83,7 @@ def import_command(
                     "skip_bad": skip_bad,
                     "time_zone": named,
                 }
-                return await _audited(AuditLog(db), CallContext(principal=name_as, door="cli"), arguments, run_import)
+                return await _audited(AuditLog(db), who, arguments, run_import)
         finally:
             await db.close()
 

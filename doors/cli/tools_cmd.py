@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 
 import typer
 
-from doors.cli.common import checked_principal, print_json, run, state
+from doors.cli.common import ASSERTED_HELP, caller, print_json, run, state
 from doors.cli.safe_text import safe_text
-from governance.identity import CallContext, acting_as
+from governance.identity import acting_as
 from kernel_setup.app import open_app
 from kernel_setup.direct_calls import call_tool, tool_definitions
 
@@ -50,18 +49,18 @@ def call(
     name: str = typer.Argument(..., help="Function as plugin.function or plugin-function, e.g. assets.list_pumps."),
     arguments: list[str] = typer.Argument(None, help="Arguments as key=value, e.g. pump_id=PUMP-007."),
     as_json: bool = typer.Option(False, "--json", help="Print only the result JSON."),
-    principal: str = typer.Option(getpass.getuser(), "--as", help="Who is calling (recorded in the audit trail)."),
+    asserted: str | None = typer.Option(None, "--as", help=ASSERTED_HELP),
 ) -> None:
     """Call one function through the kernel (every filter applies) and print its JSON result.
 
     Example: pumpops tools call assets.get_pump_details pump_id=PUMP-007
     """
     cli = state(ctx)
-    name_as = checked_principal(cli, principal)
+    who = caller(cli, "cli", asserted)
 
     async def work() -> str:
         async with open_app(cli.settings()) as app:
-            with acting_as(CallContext(principal=name_as, door="cli")):
+            with acting_as(who):
                 return await call_tool(app.kernel, name, arguments or [], app.audit)
 
     result = run(cli, work())

@@ -12,9 +12,10 @@ import typer
 
 from doors.auto_triage import EXISTED_BEFORE, AutoTriage, TriageLog, TriageRecord
 from doors.cli.chat_render import TurnRenderer
-from doors.cli.common import CliState, checked_principal, fail, print_json, run, state
+from doors.cli.common import ASSERTED_HELP, CliState, caller, fail, print_json, run, state
 from doors.cli.safe_text import safe_text
-from doors.triage import AUTOMATION_PRINCIPAL, TriageResult, Urgency, read_alarm, triage_alarm
+from doors.triage import TriageResult, Urgency, read_alarm, triage_alarm
+from governance.identity import CallContext
 from kernel_setup.app import open_app
 from turn.factory import check_model
 
@@ -26,7 +27,7 @@ def triage_command(
     ctx: typer.Context,
     alarm_id: str | None = typer.Argument(None, help="The alarm to assess, e.g. ALM-0001."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON only (the triage result, or the records)."),
-    principal: str = typer.Option(AUTOMATION_PRINCIPAL, "--as", help="Who is asking (recorded in the audit trail)."),
+    asserted: str | None = typer.Option(None, "--as", help=ASSERTED_HELP),
     watch: bool = typer.Option(
         False, "--watch", help="Triage each new alarm as it is raised (the Triage settings), until Ctrl-C."
     ),
@@ -64,8 +65,8 @@ def triage_command(
         run(cli, watch_alarms(cli))
         return
     assert alarm_id is not None
-    name = checked_principal(cli, principal)
-    result = run(cli, triage(cli, alarm_id, as_json=as_json, principal=name))
+    who = caller(cli, "triage", asserted)
+    result = run(cli, triage(cli, alarm_id, as_json=as_json, principal=who))
     if as_json:
         print_json(cli, result.model_dump(mode="json"))
     if result.turn.degraded and not result.turn.answer.strip():
@@ -77,7 +78,7 @@ async def triage(
     alarm_id: str,
     *,
     as_json: bool,
-    principal: str,
+    principal: CallContext,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> TriageResult:
     """Open the app, check the alarm then the model, and run the triage turn (streamed unless ``as_json``).

@@ -368,7 +368,7 @@ async def test_a_write_that_already_ran_replays_its_result_even_when_its_check_w
 
 async def test_a_declared_check_its_plugin_lacks_is_a_loud_error_not_a_skipped_check() -> None:
     class Broken:
-        @writes(idempotent=False, destructive=False, check="check_nothing")
+        @writes(idempotent=False, destructive=False, safety_relevant=False, check="check_nothing")
         @kernel_function(name="do_it")
         async def do_it(self, value: str) -> str:
             return value
