@@ -9,7 +9,9 @@ lookup as the CLI): ``python examples/embed_in_your_kernel.py``. What it shows:
   ``plugins.declarations.reads`` (an undeclared function counts as a write and is parked for a supervisor).
 - A write is parked for a supervisor (``pending_approval`` with an ``APR-…`` id), whoever's kernel proposed it.
 - The audit trail records the principal your app set with ``acting_as(CallContext(...))``.
-- A supervisor's approval executes the parked write exactly once, through the same governed path.
+- A supervisor's approval executes the parked write exactly once, through the same governed path. Your app
+  passes the supervisor as it authenticated them (``proof``) with the supervisor role: PumpOps refuses a
+  decision from a principal nobody proved, one without the role, or the requester itself.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from semantic_kernel import Kernel
 from semantic_kernel.functions import kernel_function
 
 from kernel_setup import CallContext, Settings, acting_as, add_pumpops_plugins, load_settings, open_app
+from governance.roles import Proof, Role
 from plugins.declarations import reads
 
 
@@ -54,7 +57,11 @@ async def run(settings: Settings, principal: str = "scada-bridge") -> dict[str, 
                 summary="Inspect drive-end bearing; vibration 9.4 mm/s (zone D).",
             )
         proposal = json.loads(str(parked))
-        approved = await app.approvals.approve(proposal["approval_id"], by="j.supervisor")
+        # Your app authenticated the supervisor (its own sign-in, say OAuth) and knows they hold the role.
+        supervisor = CallContext(
+            principal="j.supervisor", door="embedded", proof=Proof.OAUTH, roles=frozenset({Role.SUPERVISOR})
+        )
+        approved = await app.approvals.approve(proposal["approval_id"], supervisor)
         trail = await app.audit.tail(10)
         return {
             "pump": json.loads(str(details))["pump_id"],

@@ -82,6 +82,7 @@ async def run_turn(settings_path: str, question: str) -> None:
 async def run_approval(settings_path: str, approval_id: str) -> None:
     import twin.work_orders
     from kernel_setup import load_settings, open_app
+    from tests.callers import supervisor
 
     service = twin.work_orders.WorkOrderService
     if PAUSE == "before_write":
@@ -91,7 +92,7 @@ async def run_approval(settings_path: str, approval_id: str) -> None:
     elif PAUSE == "after_commit":
         pause_in(service, "create", after=True)
     async with open_app(load_settings(Path(settings_path), env={})) as app:
-        approval = await app.approvals.approve(approval_id, by="supervisor")
+        approval = await app.approvals.approve(approval_id, supervisor("supervisor"))
         emit("approved", status=approval.status.value, result=approval.result)
 
 

@@ -22,6 +22,7 @@ from governance.identity import CallContext, acting_as
 from kernel_setup import AppContext, Settings, load_settings, open_app
 from memory import DocumentIndex, IndexConfig, IngestManifest, corpus_files, ingest
 from storage import Database
+from tests.callers import supervisor
 from tests.durability.ollama_http import HOLD, FakeOllamaServer
 from tests.durability.support import Child, Event, consistency_problems, paused, work_orders_of
 from tests.fakes.ollama import call, reply
@@ -55,9 +56,9 @@ def count_lost(tally: Counter[str], present: list[bool]) -> int:
 
 async def reapprove_once(app: AppContext, approval_id: str) -> None:
     """Approving again after the crash executes the action once; a further approval changes nothing."""
-    first = await app.approvals.approve(approval_id, by="supervisor")
+    first = await app.approvals.approve(approval_id, supervisor("supervisor"))
     assert first.status.value == "executed"
-    again = await app.approvals.approve(approval_id, by="carol")
+    again = await app.approvals.approve(approval_id, supervisor("carol"))
     assert again.result == first.result
     assert await work_orders_of(app, approval_id) == 1
 

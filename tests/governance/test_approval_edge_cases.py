@@ -7,9 +7,12 @@ from typing import Any
 import pytest
 from semantic_kernel.functions import KernelArguments
 
-from governance import ApprovalError, PrincipalError
+from governance import ApprovalError
+from governance.errors import RoleError
 from governance.identity import CallContext, acting_as
+from governance.roles import Proof, Role
 from kernel_setup import AppContext, load_settings, open_app
+from tests.callers import person, supervisor
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from tests.governance.test_approvals import ORDER, count, propose, settings_for
 from turn.factory import runner_for
@@ -25,8 +28,8 @@ async def test_the_same_intent_approved_twice_under_two_approvals_writes_once(ap
             "INSERT INTO approvals SELECT 'APR-DUPL1CAT', function, arguments, args_hash, intent_key, 'pending', "
             "requested_by, session, requested_at, expires_at, NULL, NULL, NULL, NULL, NULL FROM approvals"
         )
-    await app.approvals.approve(first["approval_id"], by="bob")
-    second = await app.approvals.approve("APR-DUPL1CAT", by="carol")
+    await app.approvals.approve(first["approval_id"], supervisor("bob"))
+    second = await app.approvals.approve("APR-DUPL1CAT", supervisor("carol"))
     assert second.status.value == "executed" and second.result["work_order_id"] == "WO-0001"
     assert await count(app, "wo") == 1
 
@@ -37,17 +40,17 @@ async def test_an_approved_action_that_expired_before_running_cannot_run(app: Ap
     async with app.db.transaction() as conn:
         await conn.execute("UPDATE approvals SET expires_at = '2000-01-01T00:00:00+00:00'")
     with pytest.raises(ApprovalError, match="expired"):
-        await app.approvals.approve(parked["approval_id"], by="mallory")
+        await app.approvals.approve(parked["approval_id"], supervisor("mallory"))
     assert await count(app, "wo") == 0
 
 
 async def test_an_approved_but_unexecuted_action_can_still_be_rejected(app: AppContext) -> None:
     parked = await propose(app)
     await app.approval_store.claim(parked["approval_id"], "bob", allow_self_approval=False)
-    rejected = await app.approvals.reject(parked["approval_id"], by="carol", reason="changed our mind")
+    rejected = await app.approvals.reject(parked["approval_id"], supervisor("carol"), reason="changed our mind")
     assert rejected.status.value == "rejected"
     with pytest.raises(ApprovalError):
-        await app.approvals.approve(parked["approval_id"], by="bob")
+        await app.approvals.approve(parked["approval_id"], supervisor("bob"))
     assert await count(app, "wo") == 0
 
 
@@ -55,17 +58,39 @@ async def test_an_approved_but_unexecuted_action_can_still_be_rejected(app: AppC
 async def test_self_approval_cannot_be_dodged_by_case_or_spaces(app: AppContext, approver: str) -> None:
     parked = await propose(app, principal="alice")
     with pytest.raises(ApprovalError, match="cannot approve it"):
-        await app.approvals.approve(parked["approval_id"], by=approver)
+        await app.approvals.approve(parked["approval_id"], supervisor(approver))
     assert await count(app, "wo") == 0
 
 
-async def test_refusals_for_a_bad_approver_name_are_audited(app: AppContext) -> None:
+@pytest.mark.parametrize(
+    "who",
+    [
+        person("bob", Role.OPERATOR),
+        person("bob", Role.AUDITOR),
+        CallContext(principal="bob", door="approvals", proof=Proof.NONE, roles=frozenset({Role.SUPERVISOR})),
+        CallContext(principal="bob", door="approvals", proof=Proof.SERVICE, roles=frozenset({Role.SUPERVISOR})),
+    ],
+    ids=["operator", "auditor", "unproven supervisor", "service"],
+)
+async def test_a_principal_without_a_proven_supervisor_role_cannot_approve_or_reject_and_is_audited_denied(
+    app: AppContext, who: CallContext
+) -> None:
     parked = await propose(app)
-    for by in ("   ", "x" * 150):
-        with pytest.raises(PrincipalError, match="--by NAME"):
-            await app.approvals.approve(parked["approval_id"], by=by)
-    rows = await app.db.fetch_all("SELECT outcome FROM audit_log WHERE function = 'approvals-approve'")
-    assert [r["outcome"] for r in rows] == ["denied", "denied"]
+    with pytest.raises(RoleError, match="needs the supervisor role") as approving:
+        await app.approvals.approve(parked["approval_id"], who)
+    with pytest.raises(RoleError, match="needs the supervisor role"):
+        await app.approvals.reject(parked["approval_id"], who, reason="not needed")
+    if who.proof.proven:  # the refusal says how the role is granted
+        assert "Identity.Roles" in str(approving.value) and "pumpops tokens create" in str(approving.value)
+    assert (await app.approvals.get(parked["approval_id"])).status.value == "pending"
+    assert await count(app, "wo") == 0
+    rows = await app.db.fetch_all(
+        "SELECT function, outcome, principal FROM audit_log WHERE function LIKE 'approvals-%' ORDER BY id"
+    )
+    assert [(r["function"], r["outcome"], r["principal"]) for r in rows] == [
+        ("approvals-approve", "denied", "bob"),
+        ("approvals-reject", "denied", "bob"),
+    ]
 
 
 async def test_a_function_now_denied_by_policy_is_not_approved(tmp_path: Path) -> None:
@@ -78,7 +103,7 @@ async def test_a_function_now_denied_by_policy_is_not_approved(tmp_path: Path) -
     path.write_text(json.dumps(data))
     async with open_app(load_settings(path, env={})) as app:
         with pytest.raises(ApprovalError, match=r"denied by Approval\.Policy"):
-            await app.approvals.approve(parked["approval_id"], by="bob")
+            await app.approvals.approve(parked["approval_id"], supervisor("bob"))
         assert (await app.approvals.get(parked["approval_id"])).status.value == "pending"
         assert await count(app, "wo") == 0
 
@@ -137,9 +162,8 @@ LOOK_ALIKES = {
 @pytest.mark.parametrize("approver", LOOK_ALIKES.values(), ids=LOOK_ALIKES.keys())
 async def test_self_approval_cannot_be_dodged_by_a_look_alike_name(app: AppContext, approver: str) -> None:
     parked = await propose(app, principal="alice")
-    with pytest.raises((ApprovalError, PrincipalError)) as refused:  # the chat's /approve goes this way too
-        await app.approvals.approve(parked["approval_id"], by=approver)
-    assert "cannot approve it" in str(refused.value) or "--by 'J. Supervisor'" in str(refused.value)
+    with pytest.raises(ApprovalError, match="cannot approve it"):  # the chat's /approve goes this way too
+        await app.approvals.approve(parked["approval_id"], supervisor(approver))
     with pytest.raises(ApprovalError, match="cannot approve it"):  # the store compares names itself as well
         await app.approval_store.claim(parked["approval_id"], approver, allow_self_approval=False)
     assert (await app.approvals.get(parked["approval_id"])).status.value == "pending"
@@ -157,7 +181,7 @@ async def test_a_failed_execution_is_reported_in_whole_sentences_without_a_doubl
     async with app.db.transaction() as conn:  # the alarm clears while the action waits for approval
         await conn.execute("UPDATE alarms SET active = 0 WHERE alarm_id = 'ALM-0002'")
     with pytest.raises(ApprovalError) as failed:
-        await app.approvals.approve(approval_id, by="bob")
+        await app.approvals.approve(approval_id, supervisor("bob"))
     assert str(failed.value) == (
         f"{approval_id} is approved but its execution failed: Alarm ALM-0002 is no longer active; there is nothing "
         "to acknowledge. Approve it again to retry."

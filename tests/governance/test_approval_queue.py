@@ -11,6 +11,7 @@ from semantic_kernel.functions import KernelArguments
 from governance import ApprovalError
 from governance.identity import CallContext, acting_as
 from kernel_setup import AppContext, open_app
+from tests.callers import supervisor
 from tests.doors.cli.test_cli_tools import run_cli
 from tests.governance.test_approvals import ORDER, count, propose, settings_for
 
@@ -47,7 +48,7 @@ async def test_an_old_executed_approval_is_listed_under_its_status_however_many_
     app: AppContext,
 ) -> None:
     old = await propose(app)
-    await app.approvals.approve(old["approval_id"], by="bob")
+    await app.approvals.approve(old["approval_id"], supervisor("bob"))
     await app.db.execute_many(INSERT, many_pending(datetime.now(UTC), MANY))
 
     executed = await app.approvals.list("executed")
@@ -137,7 +138,7 @@ async def test_a_requester_at_the_pending_cap_is_refused_with_a_message_for_the_
 
         other = await propose(app, principal="carol", **{**ORDER, "summary": "Check 3"})
         assert other["status"] == "pending_approval"  # the cap is per requester
-        await app.approvals.reject(parked[0]["approval_id"], by="bob", reason="duplicate")
+        await app.approvals.reject(parked[0]["approval_id"], supervisor("bob"), reason="duplicate")
         assert (await propose(app, **{**ORDER, "summary": "Check 3"}))["status"] == "pending_approval"
         assert await app.audit.verify() is None
 

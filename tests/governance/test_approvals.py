@@ -17,6 +17,7 @@ from kernel_setup import AppContext, load_settings, open_app
 from plugins.alarms import AlarmsPlugin
 from plugins.declarations import check_write, writes
 from plugins.work_orders import WorkOrdersPlugin
+from tests.callers import supervisor
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from turn.factory import runner_for
 from twin import AlarmService
@@ -76,13 +77,13 @@ async def test_a_write_is_parked_then_executed_once_on_approval_and_the_same_int
         assert await count(app, "wo") == 0
         again = await propose(app)
         assert again["approval_id"] == parked["approval_id"]  # the same intent is one approval
-        approved = await app.approvals.approve(parked["approval_id"], by="bob")
+        approved = await app.approvals.approve(parked["approval_id"], supervisor("bob"))
         assert approved.status.value == "executed" and approved.result["work_order_id"] == "WO-0001"
         assert await count(app, "wo") == 1
         replay = await propose(app)
         assert replay.pop("replayed") is True and "Nothing was done again" in replay.pop("message")
         assert replay == approved.result
-        second = await app.approvals.approve(parked["approval_id"], by="carol")
+        second = await app.approvals.approve(parked["approval_id"], supervisor("carol"))
         assert second.result == approved.result
         assert await count(app, "wo") == 1
         rows = await app.db.fetch_all("SELECT function, outcome, principal FROM audit_log ORDER BY id")
@@ -101,8 +102,8 @@ async def test_two_supervisors_approving_at_once_execute_it_once(tmp_path: Path)
     async with open_app(settings_for(tmp_path)) as app:
         parked = await propose(app)
         results = await asyncio.gather(
-            app.approvals.approve(parked["approval_id"], by="bob"),
-            app.approvals.approve(parked["approval_id"], by="carol"),
+            app.approvals.approve(parked["approval_id"], supervisor("bob")),
+            app.approvals.approve(parked["approval_id"], supervisor("carol")),
             return_exceptions=True,
         )
         assert all(not isinstance(r, BaseException) for r in results), results
@@ -118,7 +119,7 @@ async def test_ten_supervisors_approving_at_once_get_one_execution_and_nine_hone
         apps = [await stack.enter_async_context(open_app(settings)) for _ in range(10)]  # ten connections
         parked = await propose(apps[0])
         decisions = await asyncio.gather(
-            *[app.approvals.approve(parked["approval_id"], by=f"sup-{i}") for i, app in enumerate(apps)]
+            *[app.approvals.approve(parked["approval_id"], supervisor(f"sup-{i}")) for i, app in enumerate(apps)]
         )
         ran = [d for d in decisions if d.outcome is DecisionOutcome.EXECUTED]
         assert len(ran) == 1, [d.message for d in decisions]
@@ -148,17 +149,17 @@ async def test_an_expired_approval_is_refused(tmp_path: Path) -> None:
             await conn.execute("UPDATE approvals SET expires_at = '2000-01-01T00:00:00+00:00'")
         assert (await app.approvals.get(parked["approval_id"])).status.value == "expired"
         with pytest.raises(ApprovalError, match="expired"):
-            await app.approvals.approve(parked["approval_id"], by="bob")
+            await app.approvals.approve(parked["approval_id"], supervisor("bob"))
         assert await count(app, "wo") == 0
 
 
 async def test_a_rejected_approval_never_executes(tmp_path: Path) -> None:
     async with open_app(settings_for(tmp_path)) as app:
         parked = await propose(app)
-        rejected = await app.approvals.reject(parked["approval_id"], by="bob", reason="duplicate")
+        rejected = await app.approvals.reject(parked["approval_id"], supervisor("bob"), reason="duplicate")
         assert rejected.status.value == "rejected" and rejected.reason == "duplicate"
         with pytest.raises(ApprovalError, match="rejected"):
-            await app.approvals.approve(parked["approval_id"], by="carol")
+            await app.approvals.approve(parked["approval_id"], supervisor("carol"))
         assert await count(app, "wo") == 0
         outcomes = [
             r["outcome"] for r in await app.db.fetch_all("SELECT outcome FROM audit_log WHERE door='approvals'")
@@ -170,13 +171,31 @@ async def test_self_approval_is_refused_by_default_and_allowed_when_configured(t
     async with open_app(settings_for(tmp_path)) as app:
         parked = await propose(app, principal="alice")
         with pytest.raises(ApprovalError, match="cannot approve it"):
-            await app.approvals.approve(parked["approval_id"], by="alice")
+            await app.approvals.approve(parked["approval_id"], supervisor("alice"))
         assert await count(app, "wo") == 0
     other = tmp_path / "other"
     other.mkdir()
     async with open_app(settings_for(other, AllowSelfApproval=True)) as app:
         parked = await propose(app, principal="alice")
-        assert (await app.approvals.approve(parked["approval_id"], by="alice")).status.value == "executed"
+        assert (await app.approvals.approve(parked["approval_id"], supervisor("alice"))).status.value == "executed"
+
+
+async def test_allowed_self_approval_never_covers_a_safety_relevant_write_such_as_acknowledging_an_alarm(
+    tmp_path: Path,
+) -> None:
+    async with open_app(settings_for(tmp_path, AllowSelfApproval=True)) as app:
+        with acting_as(CallContext(principal="alice", session="s1", door="test")):
+            function = app.kernel.get_function("alarms", "acknowledge_alarm")
+            value = await invoked_value(app, function, KernelArguments(alarm_id="ALM-0002", note="Crew on the way"))
+        parked = json.loads(str(value))
+        with pytest.raises(ApprovalError, match="safety-relevant") as refused:
+            await app.approvals.approve(parked["approval_id"], supervisor("Alice"))
+        assert "AllowSelfApproval" in str(refused.value) and "other than the requester" in str(refused.value)
+        assert (await app.approvals.get(parked["approval_id"])).status.value == "pending"
+        done = await app.approvals.approve(parked["approval_id"], supervisor("bob"))
+        assert done.status.value == "executed" and done.decided_by == "bob"
+        outcomes = await app.db.fetch_all("SELECT outcome FROM audit_log WHERE function = 'approvals-approve'")
+        assert [r["outcome"] for r in outcomes] == ["denied", "ok"]
 
 
 async def test_a_deny_policy_refuses_without_parking(tmp_path: Path) -> None:
@@ -256,7 +275,7 @@ async def test_alarm_acknowledgement_is_governed_the_same_way(app: AppContext) -
     assert result is not None
     parked = json.loads(str(result.value))
     assert parked["status"] == "pending_approval"
-    done = await app.approvals.approve(parked["approval_id"], by="bob")
+    done = await app.approvals.approve(parked["approval_id"], supervisor("bob"))
     assert done.result["alarm_id"] == "ALM-0001"
     row = await app.db.fetch_one("SELECT acknowledged_by, acknowledgement_note FROM alarms WHERE alarm_id = 'ALM-0001'")
     assert row is not None and tuple(row) == ("bob", "Crew dispatched")
@@ -320,7 +339,7 @@ async def test_disabling_the_audit_silences_reads_but_never_writes_or_approvals(
     async with open_app(load_settings(path, env={})) as app:
         await app.kernel.invoke(app.kernel.get_function("assets", "get_system_summary"))
         parked = await propose(app)
-        await app.approvals.approve(parked["approval_id"], by="bob")
+        await app.approvals.approve(parked["approval_id"], supervisor("bob"))
         rows = await app.db.fetch_all("SELECT function, outcome FROM audit_log ORDER BY id")
         assert [(r["function"], r["outcome"]) for r in rows] == [
             ("work_orders-create_work_order", "pending_approval"),
@@ -358,7 +377,7 @@ async def test_a_write_that_already_ran_replays_its_result_even_when_its_check_w
     arguments = KernelArguments(alarm_id="ALM-0001", note="Crew dispatched")
     with acting_as(CallContext(principal="alice", session="s1", door="test")):
         parked = json.loads(str(await invoked_value(app, acknowledge, arguments)))
-    done = await app.approvals.approve(parked["approval_id"], by="bob")
+    done = await app.approvals.approve(parked["approval_id"], supervisor("bob"))
     async with app.db.transaction() as conn:
         await conn.execute("UPDATE alarms SET active = 0 WHERE alarm_id = ?", ("ALM-0001",))  # cleared since
     with acting_as(CallContext(principal="alice", session="s1", door="test")):
@@ -385,7 +404,7 @@ async def test_spelling_variants_of_one_intent_are_one_approval_parked_in_canoni
         assert loose["approval_id"] == exact["approval_id"] and await count(app, "apr") == 1
         parked = await app.approvals.get(loose["approval_id"])
         assert parked.arguments == ORDER
-        done = await app.approvals.approve(loose["approval_id"], by="bob")
+        done = await app.approvals.approve(loose["approval_id"], supervisor("bob"))
         assert done.status.value == "executed" and done.result["pump_id"] == "PUMP-007"
         replay = await propose(app, **{**ORDER, "pump_id": "Pump-007"})
         assert replay["replayed"] is True and replay["work_order_id"] == done.result["work_order_id"]

@@ -22,6 +22,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from kernel_setup import Settings, load_settings, open_app
+from tests.callers import supervisor
 from tests.fakes.ollama import MODEL, reply
 from turn.factory import runner_for
 from turn.runner import TurnRunner
@@ -159,8 +160,8 @@ async def test_twenty_concurrent_sessions_lose_nothing_and_never_see_a_lock(sett
             assert pending.total, "the load included writes, which must be parked"
             target = pending.approvals[0].id
             decided = await asyncio.gather(
-                first.approvals.approve(target, by="sup-a"),
-                second.approvals.approve(target, by="sup-b"),
+                first.approvals.approve(target, supervisor("sup-a")),
+                second.approvals.approve(target, supervisor("sup-b")),
                 return_exceptions=True,
             )
             assert not [d for d in decided if isinstance(d, BaseException)], decided

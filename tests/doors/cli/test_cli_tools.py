@@ -2,11 +2,14 @@
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from kernel_setup.local_identity import os_user
 
 PUMPOPS = Path(sys.executable).parent / "pumpops"
 
@@ -28,7 +31,10 @@ def run_cli(settings_file: Path, *args: str) -> subprocess.CompletedProcess[str]
 def cli_settings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("cli")
     path = folder / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "state/cli.db"}, "Qdrant": {"Path": ":memory:"}}))
+    identity = {"Roles": {os_user(): ["auditor"]}, "AllowAssertedNames": True}
+    path.write_text(
+        json.dumps({"Database": {"Path": "state/cli.db"}, "Qdrant": {"Path": ":memory:"}, "Identity": identity})
+    )
     first = run_cli(path, "db", "init", "--json")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["sample_loaded"] is True
@@ -118,19 +124,34 @@ def test_an_invalid_settings_file_exits_with_the_key_named(tmp_path: Path) -> No
     assert "Agent.MaxModelCalls" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_tools_call_is_audited_with_the_caller_including_rejected_calls(cli_settings: Path) -> None:
+def test_tools_call_is_audited_as_the_os_user_with_an_allowed_as_name_marked_asserted(cli_settings: Path) -> None:
     run_cli(cli_settings, "tools", "call", "assets.list_pumps", "status=running", "--as", "alice")
     run_cli(cli_settings, "tools", "call", "assets.nope", "--as", "alice")
     run_cli(cli_settings, "tools", "call", "assets.get_system_summary", "--as", "alice")
     tail = run_cli(cli_settings, "audit", "tail", "-n", "3", "--json")
     assert tail.returncode == 0, tail.stderr
     rows = json.loads(tail.stdout)
+    asserted = f"{os_user()} (asserted: alice)"  # Identity.AllowAssertedNames: a label beside the OS user
     assert [(r["function"], r["outcome"], r["principal"]) for r in rows] == [
-        ("assets-list_pumps", "rejected", "alice"),
-        ("assets.nope", "rejected", "alice"),
-        ("assets-get_system_summary", "ok", "alice"),
+        ("assets-list_pumps", "rejected", asserted),
+        ("assets.nope", "rejected", asserted),
+        ("assets-get_system_summary", "ok", asserted),
     ]
     assert run_cli(cli_settings, "audit", "verify").returncode == 0
+
+
+def test_as_another_name_is_refused_saying_how_to_allow_it_when_asserted_names_are_off(tmp_path: Path) -> None:
+    settings = tmp_path / "appsettings.json"
+    settings.write_text(json.dumps({"Database": {"Path": "off.db"}, "Qdrant": {"Path": ":memory:"}}))
+    refused = run_cli(settings, "tools", "call", "assets.get_system_summary", "--as", "alice")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "Identity.AllowAssertedNames" in refused.stderr and os_user() in refused.stderr
+    own = run_cli(settings, "tools", "call", "assets.get_system_summary", "--as", os_user().upper(), "--json")
+    assert own.returncode == 0, own.stderr  # naming the OS user itself asserts nothing
+    with sqlite3.connect(tmp_path / "off.db") as db:
+        assert db.execute("SELECT principal, outcome FROM audit_log WHERE door = 'cli'").fetchall() == [
+            (os_user(), "ok")
+        ]
 
 
 def test_errors_print_square_brackets_verbatim_not_as_console_markup(cli_settings: Path) -> None:
