@@ -23,8 +23,8 @@ from typing import Annotated, Any
 from semantic_kernel import Kernel
 from semantic_kernel.functions import kernel_function
 
-from kernel_setup import CallContext, Settings, acting_as, add_pumpops_plugins, load_settings, open_app
 from governance.roles import Proof, Role
+from kernel_setup import CallContext, Settings, acting_as, add_pumpops_plugins, load_settings, open_app
 from plugins.declarations import reads
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from doors.cli.common import CliState
 from doors.cli.main import root
 from doors.cli.triage_cmd import triage, triage_command
-from doors.triage import TriageResult, UnknownAlarmError, Urgency, parse_urgency, triage_alarm
+from doors.triage import AUTOMATION, TriageResult, UnknownAlarmError, Urgency, parse_urgency, triage_alarm
 from kernel_setup import Settings, open_app
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from turn.events import TextDelta, ToolCallFinished
@@ -110,7 +110,7 @@ async def test_the_command_streams_the_turn_and_json_is_the_triage_result(settin
         _settings=settings,
     )
     fake = ScriptedOllama([context_calls(), reply(ANSWER)])
-    result = await triage(cli, "ALM-0001", as_json=False, principal="automation:triage", transport=fake.transport())
+    result = await triage(cli, "ALM-0001", as_json=False, principal=AUTOMATION, transport=fake.transport())
     assert result.urgency is Urgency.IMMEDIATE
     assert buffer.getvalue().endswith("URGENCY: immediate\nurgency: immediate\n")
     assert notes.getvalue().startswith("triage ALM-0001 · PUMP-007 · critical vibration alarm · raised ")

@@ -14,6 +14,7 @@ from kernel_setup import AppContext, open_app
 from tests.callers import supervisor
 from tests.doors.cli.test_cli_tools import run_cli
 from tests.governance.test_approvals import ORDER, count, propose, settings_for
+from tests.governance.test_approvals_cli import park_order, write_settings
 
 MANY = 260  # more than the 200 newest the listing used to keep before filtering
 
@@ -93,12 +94,10 @@ async def test_a_bad_page_is_refused_saying_what_a_valid_one_looks_like(app: App
 
 
 def test_the_cli_lists_one_status_a_page_at_a_time_with_the_total(tmp_path: Path) -> None:
-    settings = tmp_path / "appsettings.json"
-    settings.write_text(json.dumps({"Database": {"Path": "q.db"}, "Qdrant": {"Path": ":memory:"}}))
-    order = ["work_orders.create_work_order", "pump_id=PUMP-004", "priority=high", "summary=Check the soft foot"]
-    parked = json.loads(run_cli(settings, "tools", "call", *order, "--as", "alice", "--json").stdout)
-    assert run_cli(settings, "approvals", "approve", parked["approval_id"], "--by", "bob").returncode == 0
-    with sqlite3.connect(tmp_path / "q.db") as db:
+    settings = write_settings(tmp_path, "supervisor")
+    parked = {"approval_id": park_order(settings)}
+    assert run_cli(settings, "approvals", "approve", parked["approval_id"]).returncode == 0
+    with sqlite3.connect(tmp_path / "a.db") as db:
         db.executemany(INSERT, many_pending(datetime.now(UTC), MANY))
 
     executed = run_cli(settings, "approvals", "list", "--status", "executed")

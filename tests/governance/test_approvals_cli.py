@@ -1,27 +1,65 @@
-"""`pumpops approvals` end to end: list, self-approval refused, approve once, reject, and hostile text or names."""
+"""`pumpops approvals` end to end: the OS user decides with its roles, four eyes, approve once, reject, hostile text.
 
+The CLI runs as the real OS user; these tests give it roles in the settings file they write, and park the
+actions it decides as another proven principal (alice), in process.
+"""
+
+import asyncio
 import json
 import os
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
-import pytest
+from semantic_kernel.functions import KernelArguments
 
+from governance.identity import CallContext, acting_as
+from governance.roles import Proof
+from kernel_setup import load_settings, open_app
+from kernel_setup.local_identity import os_user
 from tests.doors.cli.test_cli_tools import PUMPOPS, run_cli
 
+ORDER = {"pump_id": "PUMP-004", "priority": "high", "summary": "Check the soft foot"}
+ACK = {"alarm_id": "ALM-0002", "note": "Crew on the way"}
 
-def test_the_supervisor_commands_decide_parked_actions(tmp_path: Path) -> None:
-    settings = tmp_path / "appsettings.json"
-    settings.write_text(json.dumps({"Database": {"Path": "a.db"}, "Qdrant": {"Path": ":memory:"}}))
-    order = ["work_orders.create_work_order", "pump_id=PUMP-004", "priority=high", "summary=Check the soft foot"]
-    parked = json.loads(run_cli(settings, "tools", "call", *order, "--as", "alice", "--json").stdout)
-    ack = ["alarms.acknowledge_alarm", "alarm_id=ALM-0002", "note=Crew on the way"]
-    other = json.loads(run_cli(settings, "tools", "call", *ack, "--as", "alice", "--json").stdout)
+
+def write_settings(folder: Path, *roles: str, **sections: object) -> Path:
+    """A settings file giving the OS user ``roles`` (none: the default operator only)."""
+    settings = folder / "appsettings.json"
+    identity = {"Roles": {os_user(): list(roles)}, **sections.pop("Identity", {})}  # type: ignore[dict-item]
+    data = {"Database": {"Path": "a.db"}, "Qdrant": {"Path": ":memory:"}, "Identity": identity, **sections}
+    settings.write_text(json.dumps(data))
+    return settings
+
+
+def park(settings: Path, function: str = "work_orders.create_work_order", principal: str = "alice", **args: Any) -> str:
+    """Park a write as ``principal``, proven as an OS user other than the one the CLI runs as; its approval id."""
+
+    async def propose() -> str:
+        async with open_app(load_settings(settings, env={})) as app:
+            with acting_as(CallContext(principal=principal, door="test", proof=Proof.OS_USER)):
+                plugin, name = function.split(".")
+                result = await app.kernel.invoke(app.kernel.get_function(plugin, name), KernelArguments(**args))
+        assert result is not None
+        return str(json.loads(str(result.value))["approval_id"])
+
+    return asyncio.run(propose())
+
+
+def park_order(settings: Path, summary: str = "Check the soft foot") -> str:
+    return park(settings, **{**ORDER, "summary": summary})
+
+
+def test_the_os_user_with_the_supervisor_role_decides_another_principals_proposals(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path, "supervisor")
+    parked = park_order(settings)
+    other = park(settings, "alarms.acknowledge_alarm", **ACK)
     page = json.loads(run_cli(settings, "approvals", "list", "--status", "pending", "--json").stdout)
     assert {k: page[k] for k in ("total", "offset", "limit")} == {"total": 2, "offset": 0, "limit": 50}
     listed = page["approvals"]
-    assert {a["id"] for a in listed} == {parked["approval_id"], other["approval_id"]}
+    assert {a["id"] for a in listed} == {parked, other}
+    assert {a["requested_by"] for a in listed} == {"alice"}
     assert set(listed[0]) == {
         "id",
         "function",
@@ -33,16 +71,44 @@ def test_the_supervisor_commands_decide_parked_actions(tmp_path: Path) -> None:
         "decided_by",
         "result",
     }
-    refused = run_cli(settings, "approvals", "approve", parked["approval_id"], "--by", "alice")
-    assert refused.returncode == 2 and "pumpops approvals approve" in refused.stderr
-    done = run_cli(settings, "approvals", "approve", parked["approval_id"], "--by", "bob", "--json")
+    done = run_cli(settings, "approvals", "approve", parked, "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)[0]["result"]["work_order_id"] == "WO-0001"
-    rejected = run_cli(settings, "approvals", "reject", other["approval_id"], "--by", "bob", "--reason", "not needed")
+    decided = json.loads(done.stdout)[0]
+    assert decided["result"]["work_order_id"] == "WO-0001" and decided["decided_by"] == os_user()
+    rejected = run_cli(settings, "approvals", "reject", other, "--reason", "not needed")
     assert rejected.returncode == 0 and "rejected" in rejected.stdout
     bad = run_cli(settings, "approvals", "list", "--status", "maybe")
     assert bad.returncode == 2 and "use one of pending" in bad.stderr
     assert run_cli(settings, "audit", "verify").returncode == 0
+
+
+def test_the_os_user_cannot_approve_what_it_proposed_even_under_another_label(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path, "supervisor", Identity={"AllowAssertedNames": True})
+    order = ["work_orders.create_work_order", *(f"{k}={v}" for k, v in ORDER.items()), "--json"]
+    mine = run_cli(settings, "tools", "call", *order, "--as", "alice")
+    approval_id = json.loads(mine.stdout)["approval_id"]
+    refused = run_cli(settings, "approvals", "approve", approval_id, "--by", "J. Supervisor")
+    assert refused.returncode == 2, refused.stdout
+    assert "cannot approve it" in refused.stderr and "pumpops approvals approve" in refused.stderr
+    with sqlite3.connect(tmp_path / "a.db") as db:
+        assert db.execute("SELECT requested_by, status FROM approvals").fetchall() == [(os_user(), "pending")]
+        row = db.execute("SELECT principal, outcome FROM audit_log WHERE function = 'approvals-approve'").fetchone()
+        assert row == (f"{os_user()} (asserted: J. Supervisor)", "denied")  # a label never changes who decides
+
+
+def test_the_approval_cli_refuses_an_os_user_without_the_supervisor_role_saying_how_to_grant_it(
+    tmp_path: Path,
+) -> None:
+    settings = write_settings(tmp_path, "auditor")
+    approval_id = park_order(settings)
+    for command in (["approve", approval_id], ["reject", approval_id, "--reason", "no"]):
+        refused = run_cli(settings, "approvals", *command)
+        assert refused.returncode == 2, refused.stdout
+        assert "needs the supervisor role" in refused.stderr and "Identity.Roles" in refused.stderr
+    with sqlite3.connect(tmp_path / "a.db") as db:
+        assert db.execute("SELECT status FROM approvals").fetchall() == [("pending",)]
+        rows = db.execute("SELECT function, outcome FROM audit_log WHERE door = 'approvals' ORDER BY id").fetchall()
+        assert rows == [("approvals-approve", "denied"), ("approvals-reject", "denied")]
 
 
 HOSTILE_SUMMARY = "Grease [/] bearings; [red]the[/red] seal :warning: \x1b[2K\u202eok"
@@ -50,24 +116,11 @@ SHOWN_SUMMARY = "Grease [/] bearings; [red]the[/red] seal :warning: \\u001b[2K\\
 RAW_HIDDEN = ("\x1b", "\u202e")
 
 
-def write_settings(folder: Path, **sections: object) -> Path:
-    settings = folder / "appsettings.json"
-    settings.write_text(json.dumps({"Database": {"Path": "a.db"}, "Qdrant": {"Path": ":memory:"}, **sections}))
-    return settings
-
-
-def park_order(settings: Path, summary: str, principal: str = "alice") -> str:
-    order = ["work_orders.create_work_order", "pump_id=PUMP-004", "priority=high", f"summary={summary}"]
-    parked = run_cli(settings, "tools", "call", *order, "--as", principal, "--json")
-    assert parked.returncode == 0, parked.stderr
-    return str(json.loads(parked.stdout)["approval_id"])
-
-
 def test_a_hostile_summary_is_shown_exactly_as_stored_by_list_approve_and_audit_tail(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path)
+    settings = write_settings(tmp_path, "supervisor")
     approval_id = park_order(settings, HOSTILE_SUMMARY)
     listed = run_cli(settings, "approvals", "list", "--status", "pending")
-    approved = run_cli(settings, "approvals", "approve", approval_id, "--by", "bob")
+    approved = run_cli(settings, "approvals", "approve", approval_id)
     executed = run_cli(settings, "approvals", "list", "--status", "executed")
     tail = run_cli(settings, "audit", "tail")
     for shown in (listed, approved, executed, tail):
@@ -79,10 +132,10 @@ def test_a_hostile_summary_is_shown_exactly_as_stored_by_list_approve_and_audit_
     assert stored["approvals"][0]["arguments"]["summary"] == HOSTILE_SUMMARY  # JSON still carries the exact text
 
 
-def test_a_principal_with_terminal_escapes_is_refused_at_every_door_and_shown_visibly(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path)
+def test_a_name_with_terminal_escapes_is_refused_at_every_door_and_shown_visibly(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path, "supervisor", Identity={"AllowAssertedNames": True})
     hostile = "mallory\x1b[2Kbob"
-    approval_id = park_order(settings, "Check the soft foot")
+    approval_id = park_order(settings)
     refused = [
         run_cli(settings, "tools", "call", "assets.get_pump_details", "pump_id=PUMP-004", "--as", hostile),
         run_cli(settings, "approvals", "approve", approval_id, "--by", hostile),
@@ -92,42 +145,8 @@ def test_a_principal_with_terminal_escapes_is_refused_at_every_door_and_shown_vi
         assert result.returncode == 2, result.stdout + result.stderr
         assert "mallory\\x1b[2Kbob" in result.stderr and "\x1b" not in result.stdout + result.stderr
         assert "visible letters" in result.stderr and "'J. Supervisor'" in result.stderr
-    tail = run_cli(settings, "audit", "tail")
-    assert "mallory\\x1b[2Kbob" in tail.stdout and "\x1b" not in tail.stdout  # the refusals are audited, visibly
     with sqlite3.connect(settings.parent / "a.db") as db:
         assert db.execute("SELECT approval_id, status FROM approvals").fetchall() == [(approval_id, "pending")]
-
-
-LOOK_ALIKES = {
-    "zero-width space": "alice\u200b",
-    "fullwidth letters": "\uff41\uff4c\uff49\uff43\uff45",
-    "Cyrillic a": "\u0430lice",
-    "soft hyphen": "alice\u00ad",
-    "right-to-left override": "\u202ealice",
-}
-
-
-@pytest.fixture(scope="module")
-def parked_by_alice(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    """One action alice parked for each look-alike to try, so one case's outcome cannot mask another's."""
-    settings = write_settings(tmp_path_factory.mktemp("look-alikes"))
-    return settings, {name: park_order(settings, f"Check the soft foot ({case})") for case, name in LOOK_ALIKES.items()}
-
-
-@pytest.mark.parametrize("approver", LOOK_ALIKES.values(), ids=LOOK_ALIKES.keys())
-def test_the_requester_cannot_approve_their_own_write_under_a_look_alike_name(
-    parked_by_alice: tuple[Path, dict[str, str]], approver: str
-) -> None:
-    settings, parked = parked_by_alice
-    approval_id = parked[approver]
-    refused = run_cli(settings, "approvals", "approve", approval_id, "--by", approver)
-    assert refused.returncode == 2, refused.stdout
-    assert "cannot approve it" in refused.stderr or "--by 'J. Supervisor'" in refused.stderr
-    assert not any(char in refused.stderr for char in "\u200b\u00ad\u202e")
-    with sqlite3.connect(settings.parent / "a.db") as db:
-        status = db.execute("SELECT status FROM approvals WHERE approval_id = ?", (approval_id,)).fetchone()
-        assert status == ("pending",)
-        assert db.execute("SELECT COUNT(*) FROM work_orders").fetchone() == (0,)
 
 
 PROCESSES = 4  # ten connections race in tests/governance/test_approvals.py; here the real CLI, in processes
@@ -136,15 +155,13 @@ PROCESSES = 4  # ten connections race in tests/governance/test_approvals.py; her
 def test_processes_approving_one_action_at_once_report_one_execution_and_honest_replays(
     tmp_path: Path,
 ) -> None:
-    settings = write_settings(tmp_path)
-    approval_id = park_order(settings, "Check the soft foot")
+    settings = write_settings(tmp_path, "supervisor")
+    approval_id = park_order(settings)
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("PUMPOPS_")}
-    command = [str(PUMPOPS), "--settings", str(settings), "approvals", "approve", approval_id, "--json", "--by"]
+    command = [str(PUMPOPS), "--settings", str(settings), "approvals", "approve", approval_id, "--json"]
     processes = [
-        subprocess.Popen(
-            [*command, f"sup-{i}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path
-        )
-        for i in range(PROCESSES)
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+        for _ in range(PROCESSES)
     ]
     answers = []
     for process in processes:

@@ -24,6 +24,7 @@ from storage import Database
 from telemetry.service import TelemetryService
 from telemetry.sources.mqtt_payload import payload
 from telemetry.status import read_statuses
+from tests.callers import person
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from tests.telemetry.plant_servers import MqttBroker, OpcUaPlant, free_port
 from twin.models import SensorType
@@ -239,7 +240,9 @@ async def test_a_rising_value_raises_one_alarm_after_the_duration_which_is_triag
     console = Console(file=StringIO(), width=120)
     cli = CliState(settings_path=str(settings_file), console=console, err_console=console)
     cli._settings = settings
-    result = await _ask(cli, f"What's wrong with {PUMP}?", None, "alice", True, transport=asked.transport())
+    result = await _ask(
+        cli, f"What's wrong with {PUMP}?", None, person("alice", door="cli"), True, transport=asked.transport()
+    )
     [tool_message] = asked.tool_messages(1)
     assert alarm[0] in tool_message["content"]
     assert alarm[0] in result.answer

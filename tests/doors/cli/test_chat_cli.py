@@ -22,7 +22,10 @@ from doors.cli.chat_cmd import StreamReader, chat_command, run_chat
 from doors.cli.chat_render import TurnRenderer
 from doors.cli.common import EXIT_NO_MODEL, EXIT_USAGE, CliState, error_code
 from doors.cli.main import root
+from governance.identity import CallContext
+from governance.roles import Role
 from kernel_setup import load_settings
+from tests.callers import person
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from turn.events import TurnResult
 
@@ -64,7 +67,13 @@ def normalized(output: str) -> str:
     return "\n".join(line.rstrip() for line in output.splitlines())
 
 
-def chat(settings_file: Path, fake: ScriptedOllama, lines: list[str], principal: str = "alice") -> tuple[int, str]:
+ALICE = person("alice", Role.OPERATOR, door="chat")
+BOB = person("bob", Role.SUPERVISOR, door="chat")
+
+
+def chat(
+    settings_file: Path, fake: ScriptedOllama, lines: list[str], principal: CallContext = ALICE
+) -> tuple[int, str]:
     cli, buffer = make_cli(settings_file)
     reader = StreamReader(StringIO("".join(f"{line}\n" for line in lines)), cli.console)
     code = run_chat(cli, reader, principal=principal, transport=fake.transport())
@@ -179,7 +188,7 @@ def test_the_chat_command_reports_an_unreachable_ollama_without_a_traceback(tmp_
     settings = write_settings(tmp_path, Ollama={"Host": "http://127.0.0.1:9"})
     app = typer.Typer(callback=root)
     app.command("chat")(chat_command)
-    result = CliRunner().invoke(app, ["--settings", str(settings), "chat", "--as", "alice"], input="hi\n/quit\n")
+    result = CliRunner().invoke(app, ["--settings", str(settings), "chat"], input="hi\n/quit\n")
     assert result.exit_code == EXIT_NO_MODEL
     assert "Cannot reach Ollama at http://127.0.0.1:9" in result.output and "ollama serve" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
@@ -216,7 +225,7 @@ def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(tmp_path: Path) ->
 
     cli, buffer = make_cli(write_settings(tmp_path))
     reader = StreamReader(StringIO("Which pump?\nAre you there?\n/history\n"), cli.console)
-    code = run_chat(cli, reader, principal="alice", transport=httpx.MockTransport(handle))
+    code = run_chat(cli, reader, principal=ALICE, transport=httpx.MockTransport(handle))
     text = normalized(buffer.getvalue())
     assert code == 0
     assert "you> Which pump?\n⏹ turn cancelled (nothing was saved to the session)\nyou> Are you there?" in text
@@ -259,18 +268,30 @@ def test_approvals_self_approval_is_refused_with_the_supervisor_command_and_anot
         lambda: f"/approve {approval_id()}",
         "/quit",
     ]
-    assert run_chat(cli, ScriptReader(lines, cli.console), principal="alice", transport=fake.transport()) == 0
+    alice = person("alice", Role.OPERATOR, Role.SUPERVISOR, door="chat")  # a supervisor, and the requester
+    assert run_chat(cli, ScriptReader(lines, cli.console), principal=alice, transport=fake.transport()) == 0
     first = normalized(buffer.getvalue())
     apr = approval_id()
     assert '⏸ pending approval work_orders-create_work_order(pump_id="PUMP-007", priority="urgent"' in first
     assert "parked for a human: /approvals lists it" in first
     assert f"{apr} pending work_orders-create_work_order(" in first and "requested by alice" in first
     assert f"you> /approve {apr}\nrefused: " in first
-    assert "AllowSelfApproval" in first and f"pumpops approvals approve {apr} --by NAME" in first
+    assert (
+        "AllowSelfApproval" in first
+        and f"other than the requester approves it with `pumpops approvals approve {apr}`" in first
+    )
 
     bob, bob_buffer = make_cli(settings)
     lines = ["/approvals all", f"/reject {apr}", f"/approve {apr}", "/approvals"]
-    assert run_chat(bob, ScriptReader(lines, bob.console), principal="bob", transport=fake.transport()) == 0
+    assert (
+        run_chat(
+            bob,
+            ScriptReader(lines, bob.console),
+            principal=person("bob", Role.SUPERVISOR, door="chat"),
+            transport=fake.transport(),
+        )
+        == 0
+    )
     second = normalized(bob_buffer.getvalue())
     assert "usage: /reject ID REASON" in second
     assert f"executed {apr} work_orders-create_work_order(" in second and "(by bob)" in second
@@ -354,7 +375,7 @@ def test_hostile_text_from_data_the_model_and_the_session_id_is_shown_as_stored_
     )
     cli, buffer = make_cli(write_settings(tmp_path, Agent={"ParkedAnswer": False}))  # the model words it
     reader = StreamReader(StringIO("Grease it\n/approvals\n/history\n"), cli.console)
-    code = run_chat(cli, reader, principal="alice", session="s[/]\x1b[2K", transport=fake.transport())
+    code = run_chat(cli, reader, principal=ALICE, session="s[/]\x1b[2K", transport=fake.transport())
     output = buffer.getvalue()
     assert code == 0, output
     assert not any(char in output for char in "\x1b\u202e")
@@ -373,10 +394,8 @@ def test_a_chat_as_a_name_with_hidden_characters_is_refused_before_the_model_is_
     assert result.exit_code == EXIT_USAGE == 2
     assert "mallory\\x1b[2Kbob" in result.output and "\x1b" not in result.output
     assert "Cannot reach Ollama" not in result.output
-    fake = ScriptedOllama([])
-    code, output = chat(write_settings(tmp_path), fake, ["hi"], principal="\u202ealice")
-    assert code == EXIT_USAGE and "\\u202ealice" in output and "\u202e" not in output
-    assert fake.requests == []
+    hidden = CliRunner().invoke(app, ["--settings", str(settings), "chat", "--as", "\u202ealice"], input="hi\n")
+    assert hidden.exit_code == EXIT_USAGE and "\\u202ealice" in hidden.output and "\u202e" not in hidden.output
 
 
 def test_a_structured_answer_notes_only_what_it_left_out_or_could_not_use() -> None:
