@@ -30,11 +30,14 @@ from doors.cli.mcp_cmd import is_loopback, mcp_command
 from doors.mcp_server import PumpOpsMcpServer, http_server
 from kernel_setup import AppContext, load_settings, open_app
 from kernel_setup.direct_calls import resolve_function, tool_definitions
+from kernel_setup.local_identity import os_user
 from plugins.declarations import traits_of
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = types.Implementation(name="pumpops-tests", version="1.0")
 PRINCIPAL = "mcp:pumpops-tests"
+LOCAL = f"{os_user()} (asserted: {PRINCIPAL})"
+"""A local client's audit name (stdio, in process): the OS user running the server, the client's name as a label."""
 INJECTION = "PUMP-007' OR '1'='1"
 WAIT = 30  # seconds: an upper bound on any single exchange, never a synchronisation sleep
 
@@ -135,7 +138,7 @@ async def test_stdio_server_lists_the_kernel_tools_and_audits_every_call(app: Ap
         ("assets-drain_tank", "rejected"),
         ("assets-get_pump_details", "error"),
     ]
-    assert all(r["principal"] == PRINCIPAL and r["door"] == "mcp" for r in rows)
+    assert all(r["principal"] == LOCAL and r["door"] == "mcp" for r in rows)
     assert json.loads(rows[3]["arguments"]) == {"pump_id": INJECTION}
 
 
@@ -199,7 +202,7 @@ async def test_a_stdio_line_the_sdk_reader_cannot_read_is_still_answered_and_aud
         ("sensors-get_sensor_trend", "rejected"),
         ("assets-get_pump_details", "ok"),
     ]
-    assert all(r["principal"] == PRINCIPAL and r["door"] == "mcp" for r in rows)
+    assert all(r["principal"] == LOCAL and r["door"] == "mcp" for r in rows)
     assert json.loads(rows[1]["arguments"])["days"] == "inf"
 
 
@@ -303,7 +306,7 @@ async def test_arguments_that_are_not_an_object_are_answered_and_audited(app: Ap
     assert (rows[0].function, rows[0].outcome.value, rows[0].principal) == (
         "assets-get_pump_details",
         "rejected",
-        PRINCIPAL,
+        LOCAL,
     )
     assert rows[0].arguments == {"raw": ["PUMP-007"]}
 
@@ -340,7 +343,7 @@ async def test_a_status_reported_by_a_filter_reaches_the_client_in_meta(app: App
     assert result.structuredContent == {"status": "pending_approval", "approval_id": "A-1"}
     assert result.meta == {"pumpops/status": "pending_approval"}
     row = (await app.audit.tail(1))[0]
-    assert (row.outcome.value, row.principal, row.door) == ("pending_approval", PRINCIPAL, "mcp")
+    assert (row.outcome.value, row.principal, row.door) == ("pending_approval", LOCAL, "mcp")
 
 
 # --- streamable HTTP ---------------------------------------------------------------------------------------
@@ -581,4 +584,4 @@ async def test_the_mcp_client_name_goes_through_the_same_principal_check_as_ever
         result = await session.call_tool("assets-get_system_summary", {})
     assert not result.isError
     row = (await app.audit.tail(1))[0]
-    assert (row.principal, row.door) == (principal, "mcp")
+    assert (row.principal, row.door) == (f"{os_user()} (asserted: {principal})", "mcp")

@@ -13,6 +13,7 @@ import pytest
 from kernel_setup import load_settings, open_app
 from kernel_setup.app import POLICY_AUDIT_FUNCTION
 from kernel_setup.errors import SettingsError
+from kernel_setup.local_identity import os_user
 from tests.cli_process import run_pumpops
 from tests.governance.test_approvals import ORDER, propose, settings_for
 
@@ -91,7 +92,14 @@ async def test_a_policy_that_weakens_no_write_starts_silently(tmp_path: Path, po
 def test_the_cli_warns_on_stderr_at_start_and_audit_verify_stays_green(tmp_path: Path) -> None:
     settings = tmp_path / "appsettings.json"
     settings.write_text(
-        json.dumps({"Database": {"Path": "p.db"}, "Qdrant": {"Path": ":memory:"}, "Approval": {"Policy": ALLOW_WRITE}})
+        json.dumps(
+            {
+                "Database": {"Path": "p.db"},
+                "Qdrant": {"Path": ":memory:"},
+                "Approval": {"Policy": ALLOW_WRITE},
+                "Identity": {"Roles": {os_user(): ["auditor"]}},
+            }
+        )
     )
     load_settings(settings, env={})  # the file itself is valid
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_setup.local_identity import os_user
 from storage import Database, StorageError
 from tests.cli_process import run_pumpops
 from twin.sample_fleet import load_sample_fleet
@@ -43,6 +44,10 @@ DAMAGES: dict[str, Callable[[bytes], bytes]] = {
 }
 
 
+AUDITOR = {"Roles": {os_user(): ["auditor"]}}
+"""The OS user running the CLI may read the audit trail (`pumpops audit` needs the role)."""
+
+
 @pytest.fixture(scope="module")
 def good_database(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """The bytes of a migrated database holding the sample fleet (its WAL checkpointed on close)."""
@@ -64,7 +69,8 @@ def _write_damaged(folder: Path, good: bytes, damage: str) -> Path:
     path = folder / "pumpops.db"
     path.write_bytes(DAMAGES[damage](good))
     settings = folder / "appsettings.json"
-    settings.write_text(json.dumps({"Database": {"Path": path.name}, "Qdrant": {"Path": ":memory:"}}))
+    sections = {"Database": {"Path": path.name}, "Qdrant": {"Path": ":memory:"}, "Identity": AUDITOR}
+    settings.write_text(json.dumps(sections))
     return settings
 
 
@@ -125,7 +131,8 @@ def test_audit_verify_on_a_damaged_audit_page_exits_2_with_one_error_line(tmp_pa
     data[start : start + page_size] = b"\xff" * page_size  # the header is intact; one table's page is not
     path.write_bytes(bytes(data))
     settings = tmp_path / "appsettings.json"
-    settings.write_text(json.dumps({"Database": {"Path": path.name}, "Qdrant": {"Path": ":memory:"}}))
+    sections = {"Database": {"Path": path.name}, "Qdrant": {"Path": ":memory:"}, "Identity": AUDITOR}
+    settings.write_text(json.dumps(sections))
 
     result = run_pumpops(settings, "audit", "verify")
 
