@@ -78,7 +78,7 @@ async def redeem(
         raise ApprovalRequiredError(
             f"{function} changes records and needs a supervisor's approval. It was not executed. "
             "Propose it through PumpOps (it will be parked as pending_approval) and a supervisor approves it "
-            "with `pumpops approvals approve ID --by NAME`."
+            "with `pumpops approvals approve ID`."
         )
     async with conn.execute(
         "SELECT function, args_hash, status, result, intent_key, expires_at, requested_by, decided_by "
