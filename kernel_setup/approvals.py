@@ -1,7 +1,7 @@
 """The supervisor's side of the gate: list, approve (execute exactly once) and reject parked actions.
 
-Never a kernel function or an MCP tool: only the `pumpops approvals` commands and the chat's
-slash commands reach it, and each decision is audited.
+Never a kernel function or an MCP tool: only the `pumpops approvals` commands, the chat's slash
+commands and the HTTP door's authenticated approval endpoints reach it, and each decision is audited.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class ApprovalService:
         """One approval."""
         return await self._store.get(approval_id)
 
-    async def approve(self, approval_id: str, by: str) -> ApprovalDecision:
+    async def approve(self, approval_id: str, by: str | CallContext) -> ApprovalDecision:
         """Approve and execute a parked action exactly once; approving it again returns the first result.
 
         The decision says whether this call ran the action (``executed``) or found it already run, by whom
@@ -72,13 +72,14 @@ class ApprovalService:
         action at once, exactly one runs it.
 
         Raises:
-            PrincipalError: ``by`` is not a valid name.
+            PrincipalError: ``by`` is not a valid name (a `CallContext` is taken as the door proved it).
             ApprovalError: unknown, expired, rejected, self-approval, or the execution failed (the approval
                 then stays approved and can be approved again to retry).
         """
-        who = _decider(by)
+        who = by if isinstance(by, CallContext) else _decider(by)
         try:
-            who = CallContext(principal=principal_name(by, option="--by"), door=DOOR)
+            if not isinstance(by, CallContext):  # a proven caller (HTTP door) comes as its context
+                who = CallContext(principal=principal_name(by, option="--by"), door=DOOR)
             parked = await self._store.get(approval_id)
             function = None if parked.status is ApprovalStatus.EXECUTED else self._runnable(parked)
             approval, _ = await self._store.claim(
@@ -124,16 +125,17 @@ class ApprovalService:
             )
         return function
 
-    async def reject(self, approval_id: str, by: str, reason: str) -> Approval:
+    async def reject(self, approval_id: str, by: str | CallContext, reason: str) -> Approval:
         """Reject a pending action with a reason; it can never run.
 
         Raises:
             PrincipalError: ``by`` is not a valid name.
             ApprovalError: unknown id, no reason, or no longer pending.
         """
-        who = _decider(by)
+        who = by if isinstance(by, CallContext) else _decider(by)
         try:
-            who = CallContext(principal=principal_name(by, option="--by"), door=DOOR)
+            if not isinstance(by, CallContext):
+                who = CallContext(principal=principal_name(by, option="--by"), door=DOOR)
             approval = await self._store.reject(approval_id, who.principal, reason)
         except PumpOpsError as exc:
             await self._audit_decision("approvals-reject", approval_id, who, AuditOutcome.DENIED, str(exc))
