@@ -403,7 +403,7 @@ class RequireBearer:
             else "other"
         )
         client = request.client.host if request.client is not None else None
-        arguments = {"method": request.method, "path": request.url.path, "token_kind": kind, "client": client}
+        arguments = {"method": request.method, "path": request.url.path, "bearer": kind, "client": client}
         await self.audit.record(
             function=AUTH_FUNCTION,
             arguments=arguments,
