@@ -103,10 +103,11 @@ class TokenFile:
         checked = principal_name(name, option="NAME")
         wanted = tuple(dict.fromkeys(roles)) or (Role.OPERATOR,)
         entries = self.read()
-        if any(entry.active and same_principal(entry.name, checked) for entry in entries):
+        taken = next((entry for entry in entries if entry.active and same_principal(entry.name, checked)), None)
+        if taken is not None:
             raise TokenFileError(
-                f"An active token is already named {checked!r}. Revoke it first with `pumpops tokens revoke "
-                f"{checked}`, or choose another name."
+                f"An active token is already named {taken.name!r}. Revoke it first with `pumpops tokens revoke "
+                f"{taken.name}`, or choose another name."
             )
         secret = TOKEN_PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(_SECRET_BYTES)).decode().rstrip("=")
         entry = ApiToken(name=checked, roles=wanted, created_at=_now(), sha256=token_hash(secret))
