@@ -12,9 +12,10 @@ non-finite number, nesting past `MAX_NESTING`) are recorded with `AuditLog.recor
 Messages are read off the wire by `doors.mcp_transport` (bounded nesting, every line answered), and
 over HTTP the Host and Origin headers are always checked (`transport_security`).
 
-Over HTTP the server trusts its transport: the client name in the principal is what the client says it is.
-Over HTTP it listens on loopback unless told otherwise; anything else belongs behind an
-authenticating proxy.
+Over stdio the client name is only a label beside the OS user. Over HTTP the principal is the bearer
+token's (`doors.mcp_auth`): a static API token's name or an OAuth subject, with the client's name beside it
+as an asserted label; a loopback server with no authentication configured serves unauthenticated clients
+as ``mcp:<client>`` with proof NONE.
 """
 
 from __future__ import annotations
@@ -42,11 +43,14 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, Request
 from mcp.shared.message import SessionMessage
 from semantic_kernel.functions import KernelArguments
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from core.errors import PumpOpsError
+from doors.mcp_approvals import approval_routes
+from doors.mcp_auth import Authenticator, RequireBearer, http_caller, resource_uri
 from doors.mcp_screening import MALFORMED_KEY, screen_calls
-from doors.mcp_transport import BoundedJsonBodies, listen, stdio_streams, transport_security
+from doors.mcp_transport import BoundedJsonBodies, is_loopback, listen, stdio_streams, transport_security
 from governance import PrincipalError, principal_name
 from governance.identity import CallContext, acting_as
 from governance.principals import is_hidden
@@ -107,10 +111,10 @@ class PumpOpsMcpServer(Server[None, Any]):
         if context.request is None:  # stdio or in process: a local door
             call = self._local_caller(context.session)
         else:
-            call = CallContext(
-                principal=f"mcp:{_client_name(context.session)}",
-                session=_session_id(context.request),
-                door="mcp",
+            label, session = f"mcp:{_client_name(context.session)}", _session_id(context.request)
+            # Over HTTP the principal is the bearer token's (the client's name is only a label).
+            call = http_caller(context.request, label=label, session=session) or CallContext(
+                principal=label, session=session, door="mcp"
             )
         params = request.params
         with acting_as(call):
@@ -190,9 +194,12 @@ def http_app(app: AppContext, host: str, port: int) -> Starlette:
     """A Starlette app serving streamable HTTP MCP at ``/mcp`` for a server listening on ``host:port``.
 
     The Host and Origin headers must name a loopback address, ``host:port`` itself, or an entry of
-    ``Mcp.AllowedHosts`` / ``Mcp.AllowedOrigins`` (DNS-rebinding protection, whatever the address).
+    ``Mcp.AllowedHosts`` / ``Mcp.AllowedOrigins`` (DNS-rebinding protection, whatever the address). Then a
+    bearer token is required (`doors.mcp_auth`) on ``/mcp`` and the approval endpoints (`doors.mcp_approvals`)
+    once authentication is configured, and always on a non-loopback address.
     """
     security = transport_security(host, port, app.settings.mcp)
+    authenticator = http_authenticator(app, host, port)
     manager = StreamableHTTPSessionManager(app=PumpOpsMcpServer(app), security_settings=security)
     endpoint = RequestBodyLimitMiddleware(
         BoundedJsonBodies(StreamableHTTPASGIApp(manager), security), DEFAULT_MAX_REQUEST_BODY_SIZE
@@ -203,7 +210,21 @@ def http_app(app: AppContext, host: str, port: int) -> Starlette:
         async with manager.run():
             yield
 
-    return Starlette(routes=[Route(MCP_PATH, endpoint=endpoint)], lifespan=lifespan)
+    routes = [Route(MCP_PATH, endpoint=endpoint), *approval_routes(app), *authenticator.metadata_routes()]
+    guard = Middleware(RequireBearer, authenticator=authenticator, audit=app.audit, security=security)
+    return Starlette(routes=routes, middleware=[guard], lifespan=lifespan)
+
+
+def http_authenticator(app: AppContext, host: str, port: int) -> Authenticator:
+    """The bearer-token check for a server on ``host:port``, from ``Mcp.Auth`` and ``Identity``."""
+    auth = app.settings.mcp.auth
+    return Authenticator(
+        auth,
+        app.settings.identity,
+        app.settings.resolve(auth.tokens_file),
+        resource_uri(auth, host, port),
+        remote=not is_loopback(host),
+    )
 
 
 def http_server(app: AppContext, host: str, port: int) -> uvicorn.Server:

@@ -17,6 +17,7 @@ the SDK answers a bare 500. So both transports read each message here first, the
 from __future__ import annotations
 
 import errno
+import ipaddress
 import json
 import re
 import socket
@@ -258,6 +259,16 @@ def listen(host: str, port: int) -> list[socket.socket]:
             listener.close()
         raise _listen_error(host, port, exc) from exc
     return listeners
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``); names are not resolved."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def url_host(host: str) -> str:

@@ -9,6 +9,10 @@ class ApprovalError(PumpOpsError):
     """An approval could not be decided (unknown id, expired, already decided, self-approval)."""
 
 
+class SelfApprovalError(ApprovalError):
+    """The requester of a parked write tried to approve it (the four-eyes rule)."""
+
+
 class PendingLimitError(ApprovalError):
     """A requester already has as many actions pending as `Approval.MaxPendingPerPrincipal` allows."""
 

@@ -29,6 +29,7 @@ from governance import (
 )
 from governance.access import require_role
 from governance.audit_log import AuditLog, AuditOutcome
+from governance.errors import SelfApprovalError
 from governance.identity import CallContext, acting_as
 from governance.roles import Role
 from kernel_setup.direct_calls import pumpops_cause, resolve_function
@@ -114,7 +115,7 @@ class ApprovalService:
         `Approval.AllowSelfApproval` allows it, never for a safety-relevant write (`ToolTraits.safety_relevant`).
 
         Raises:
-            ApprovalError: ``who`` requested ``parked`` and may not approve it.
+            SelfApprovalError: ``who`` requested ``parked`` and may not approve it.
         """
         safety = function is not None and traits_of(function).safety_relevant
         allowed = self._settings.allow_self_approval and not safety
@@ -124,9 +125,9 @@ class ApprovalService:
                     f"{parked.function} is safety-relevant, so the four-eyes rule holds even with "
                     "Approval.AllowSelfApproval"
                     if safety and self._settings.allow_self_approval
-                    else "Approval.AllowSelfApproval is false"
+                    else "four eyes: Approval.AllowSelfApproval is false"
                 )
-                raise ApprovalError(
+                raise SelfApprovalError(
                     f"{who.principal} requested {parked.id} and cannot approve it ({why}). A supervisor other than "
                     f"the requester approves it with `pumpops approvals approve {parked.id}`."
                 )

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from kernel_setup.identity_settings import IdentitySettings
+from kernel_setup.mcp_auth_settings import McpAuthSettings
 from kernel_setup.plant_settings import AlarmSettings, PlantSettings, TelemetrySettings, TriageSettings
 from kernel_setup.settings_sections import Section as _Section
 from kernel_setup.settings_sections import alias as _alias
@@ -158,6 +159,7 @@ class McpSettings(_Section):
     """Host names remote clients use, e.g. ``pumps.example.com`` (any port) or ``pumps.example.com:8443``."""
     allowed_origins: tuple[str, ...] = ()
     """Origins of browser-based clients, e.g. ``https://ops.example.com`` (any port) or ``https://ops.example.com:8443``."""
+    auth: McpAuthSettings = Field(default_factory=McpAuthSettings)
 
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod

@@ -20,6 +20,7 @@ from doors.cli import (
     model_cmd,
     simulate_cmd,
     telemetry_cmd,
+    tokens_cmd,
     tools_cmd,
     triage_cmd,
 )
@@ -35,6 +36,7 @@ app = typer.Typer(
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(tools_cmd.app, name="tools")
+app.add_typer(tokens_cmd.app, name="tokens")
 app.add_typer(audit_cmd.app, name="audit")
 app.add_typer(approvals_cmd.app, name="approvals")
 app.add_typer(model_cmd.app, name="model")

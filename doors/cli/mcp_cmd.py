@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 from collections.abc import Coroutine
 from typing import Any
@@ -10,16 +9,22 @@ from typing import Any
 import typer
 
 from doors.cli.common import CliState, fail, run, state
+from doors.mcp_auth import auth_configured
 from doors.mcp_server import MCP_PATH, serve_http, serve_stdio
-from doors.mcp_transport import listen, url_host
+from doors.mcp_transport import is_loopback, listen, url_host
 from kernel_setup.app import open_app
 from kernel_setup.errors import McpListenError
 from kernel_setup.settings import Settings
 
 REMOTE_WARNING = (
-    "The MCP server trusts its transport: it has no authentication of its own, and any client that reaches "
-    "{address} can call every tool under the name it gives itself. Run it behind an authenticating proxy (TLS "
-    "and credentials) and firewall the port."
+    "Every request to {address} must carry a bearer token (Mcp.Auth), but plain HTTP carries it in the clear: "
+    "serve it behind a TLS-terminating or authenticating proxy, set Mcp.Auth.ResourceUri to the URL clients "
+    "use, and firewall the port."
+)
+NO_AUTH = (
+    "Refusing --allow-remote on {address}: no authentication is configured, so any client that reaches it "
+    "could call every tool. Create a token with `pumpops tokens create NAME --role operator` (tokens file "
+    "{tokens}) or set Mcp.Auth.Issuer to accept OAuth access tokens, then start again."
 )
 HOSTS_NOTE = (
     "Requests must name this address, a loopback address or an Mcp.AllowedHosts entry in their Host header "
@@ -37,14 +42,17 @@ def mcp_command(
     allow_remote: bool = typer.Option(
         False,
         "--allow-remote",
-        help="Allow a non-loopback --host (only behind an authenticating proxy). Host and Origin checks stay on: "
-        "list the names clients use in Mcp.AllowedHosts / Mcp.AllowedOrigins.",
+        help="Allow a non-loopback --host; needs authentication (a tokens file or Mcp.Auth.Issuer) and belongs "
+        "behind a TLS proxy. Host and Origin checks stay on: list the names clients use in Mcp.AllowedHosts / "
+        "Mcp.AllowedOrigins.",
     ),
 ) -> None:
     """Serve the PumpOps tools over MCP; every call passes the kernel's audit and approval filters.
 
     Without --http the server speaks MCP on stdin/stdout (for an MCP client that starts it); with --http it
-    serves streamable HTTP at http://HOST:PORT/mcp, on 127.0.0.1 unless told otherwise.
+    serves streamable HTTP at http://HOST:PORT/mcp, on 127.0.0.1 unless told otherwise. Over HTTP every request
+    needs a bearer token once a tokens file exists (`pumpops tokens create`) or Mcp.Auth.Issuer is set; a
+    loopback server with neither serves unauthenticated clients, which can read and propose but never approve.
 
     Example: pumpops --settings appsettings.json mcp --http --port 8765
     """
@@ -66,6 +74,8 @@ def mcp_command(
                 + REMOTE_WARNING.format(address=address)
                 + " Pass --allow-remote to do it anyway, or use --host 127.0.0.1.",
             )
+        if not auth_configured(settings):
+            fail(cli, NO_AUTH.format(address=address, tokens=settings.resolve(settings.mcp.auth.tokens_file)))
         hosts = HOSTS_NOTE.format(
             hosts=", ".join(settings.mcp.allowed_hosts) or "none",
             origins=", ".join(settings.mcp.allowed_origins) or "none",
@@ -78,16 +88,6 @@ def mcp_command(
     except McpListenError as exc:
         fail(cli, str(exc))
     _serve(cli, _http(cli, settings, listeners, bind_host, bind_port))
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback IP addresses (``127.0.0.0/8``, ``::1``); names are not resolved."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _serve(cli: CliState, work: Coroutine[Any, Any, None]) -> None:
@@ -107,6 +107,12 @@ async def _http(cli: CliState, settings: Settings, listeners: list[socket.socket
         async with open_app(settings) as app:
             url = f"http://{url_host(host)}:{port}{MCP_PATH}"
             cli.err_console.print(f"PumpOps MCP server (streamable HTTP) on {url}", highlight=False)
+            if not auth_configured(settings):
+                cli.err_console.print(
+                    "No authentication configured: loopback clients are served without a token (they can read and "
+                    "propose, never approve). `pumpops tokens create NAME --role operator` turns tokens on.",
+                    highlight=False,
+                )
             await serve_http(app, host, port, listeners=listeners)
     finally:
         for listener in listeners:

@@ -28,6 +28,8 @@ from typer.testing import CliRunner
 from doors.cli import main as cli_main
 from doors.cli.mcp_cmd import is_loopback, mcp_command
 from doors.mcp_server import PumpOpsMcpServer, http_server
+from governance.api_tokens import TokenFile
+from governance.roles import Role
 from kernel_setup import AppContext, load_settings, open_app
 from kernel_setup.direct_calls import resolve_function, tool_definitions
 from kernel_setup.local_identity import os_user
@@ -479,12 +481,14 @@ async def test_a_server_for_any_address_keeps_host_and_origin_checks_and_accepts
     settings_path = tmp_path / "remote.json"
     mcp = {"AllowedHosts": ["pumps.example.com"], "AllowedOrigins": ["https://ops.example.com"]}
     settings_path.write_text(json.dumps({"Database": {"Path": "r.db"}, "Qdrant": {"Path": ":memory:"}, "Mcp": mcp}))
+    _, secret = TokenFile(tmp_path / "data" / "mcp-tokens.json").create("remote-client", [Role.OPERATOR])
     async with open_app(load_settings(settings_path, env={})) as app, serving(app, told="0.0.0.0") as url:
         port = url.split(":")[2].split("/")[0]
         async with httpx.AsyncClient(timeout=WAIT) as http:
 
             async def status(**headers: str) -> int:
-                return (await post_text(http, url, initialize_text(), headers)).status_code
+                bearer = {"Authorization": f"Bearer {secret}"}
+                return (await post_text(http, url, initialize_text(), {**bearer, **headers})).status_code
 
             foreign_host = await status(Host="evil.example")
             foreign_origin = await status(Origin="https://evil.example")

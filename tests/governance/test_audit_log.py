@@ -34,6 +34,7 @@ from governance.audit_log import (
 from governance.identity import CallContext, acting_as
 from kernel_setup.arguments import ToolArgumentError
 from kernel_setup.filters import AuditFilter, validate_arguments
+from kernel_setup.local_identity import os_user
 from plugins import AlarmsPlugin, AssetsPlugin, Effect, SensorsPlugin
 from storage import Database
 from twin import AlarmService, AssetService, NotFoundError, SensorService
@@ -337,7 +338,12 @@ def run_audit_cli(settings_file: Path, *args: str) -> Any:
 @pytest.fixture
 def audit_settings(tmp_path: Path, db_path: Path) -> Path:
     path = tmp_path / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": str(db_path)}, "Qdrant": {"Path": ":memory:"}}))
+    sections = {
+        "Database": {"Path": str(db_path)},
+        "Qdrant": {"Path": ":memory:"},
+        "Identity": {"Roles": {os_user(): ["auditor"]}},  # reading the audit trail needs the role
+    }
+    path.write_text(json.dumps(sections))
     return path
 
 
@@ -390,7 +396,8 @@ async def test_cli_tail_shows_the_newest_rows_oldest_first(audited: Audited, aud
 
 def test_cli_fails_cleanly_when_there_is_no_database(tmp_path: Path) -> None:
     settings = tmp_path / "appsettings.json"
-    settings.write_text(json.dumps({"Database": {"Path": "missing/none.db"}}))
+    sections = {"Database": {"Path": "missing/none.db"}, "Identity": {"Roles": {os_user(): ["auditor"]}}}
+    settings.write_text(json.dumps(sections))
     result = run_audit_cli(settings, "verify")
     assert result.exit_code == 2
     assert "No database at" in result.stderr and not (tmp_path / "missing").exists()
