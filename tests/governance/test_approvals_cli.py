@@ -31,8 +31,16 @@ def test_the_supervisor_commands_decide_parked_actions(tmp_path: Path) -> None:
         "requested_at",
         "expires_at",
         "decided_by",
+        "decided_at",
+        "reason",
         "result",
+        "preconditions",
+        "refused_at",
     }
+    by_id = {a["id"]: a for a in listed}
+    assert by_id[other["approval_id"]]["preconditions"] == [
+        {"subject": "ALM-0002", "expects": "is active and not acknowledged"}
+    ]
     refused = run_cli(settings, "approvals", "approve", parked["approval_id"], "--by", "alice")
     assert refused.returncode == 2 and "pumpops approvals approve" in refused.stderr
     done = run_cli(settings, "approvals", "approve", parked["approval_id"], "--by", "bob", "--json")
