@@ -170,3 +170,20 @@ def test_processes_approving_one_action_at_once_report_one_execution_and_honest_
         assert answer["result"] == winner["result"] and answer["status"] == "executed"
         if answer is not winner:
             assert answer["outcome"] == "already_executed" and honest in answer["message"]
+
+
+def test_a_stale_approval_is_refused_with_exit_2_and_listed_as_refused_with_what_it_assumed(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path)
+    ack = ["alarms.acknowledge_alarm", "alarm_id=alm-2", "note=Crew on the way"]
+    stale = json.loads(run_cli(settings, "tools", "call", *ack, "--as", "alice", "--json").stdout)["approval_id"]
+    other = json.loads(run_cli(settings, "tools", "call", *ack, "--as", "carol", "--json").stdout)["approval_id"]
+    assert run_cli(settings, "approvals", "approve", other, "--by", "bob").returncode == 0
+
+    refused = run_cli(settings, "approvals", "approve", stale, "--by", "bob")
+
+    assert refused.returncode == 2 and "ALM-0002 was acknowledged by bob at" in refused.stderr
+    listed = run_cli(settings, "approvals", "list", "--status", "refused")
+    assert listed.returncode == 0 and stale in listed.stdout and other not in listed.stdout
+    assert "assumes: ALM-0002 is active and not acknowledged" in listed.stdout
+    assert "refused at" in listed.stdout
+    assert run_cli(settings, "audit", "verify").returncode == 0
