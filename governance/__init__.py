@@ -12,8 +12,9 @@ from governance.approvals import (
     DecisionOutcome,
 )
 from governance.errors import ApprovalError, ApprovalRequiredError, PendingLimitError, PrincipalError
-from governance.grants import Grant, active_grant, complete, granting, redeem
+from governance.grants import Grant, active_grant, complete, granting, redeem, refuse
 from governance.intent import args_hash, canonical_json, intent_key
+from governance.preconditions import CheckedWrite, Precondition, PreconditionError
 from governance.principals import principal_key, principal_name, same_principal, show_hidden
 
 __all__ = [
@@ -27,9 +28,12 @@ __all__ = [
     "ApprovalRequiredError",
     "ApprovalStatus",
     "ApprovalStore",
+    "CheckedWrite",
     "DecisionOutcome",
     "Grant",
     "PendingLimitError",
+    "Precondition",
+    "PreconditionError",
     "PrincipalError",
     "active_grant",
     "args_hash",
@@ -40,6 +44,7 @@ __all__ = [
     "principal_key",
     "principal_name",
     "redeem",
+    "refuse",
     "same_principal",
     "show_hidden",
 ]

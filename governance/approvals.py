@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from governance.errors import ApprovalError, PendingLimitError
 from governance.intent import args_hash, canonical_json
+from governance.preconditions import Precondition
 from governance.principals import same_principal
 from storage import Database
 
@@ -32,6 +33,8 @@ class ApprovalStatus(str, Enum):
     EXECUTED = "executed"
     REJECTED = "rejected"
     EXPIRED = "expired"
+    REFUSED = "refused"
+    """Approved, but not executed: the state it assumed (its preconditions) had changed when it was to run."""
 
 
 class Approval(BaseModel):
@@ -49,6 +52,10 @@ class Approval(BaseModel):
     reason: str | None = None
     executed_at: str | None = None
     result: Any = None
+    preconditions: list[Precondition] = []
+    """The state the action assumed when it was parked, re-checked when it runs."""
+    refused_at: str | None = None
+    """When its run was refused because a precondition no longer held (the reason is in ``reason``)."""
 
 
 class DecisionOutcome(str, Enum):
@@ -112,8 +119,11 @@ class ApprovalStore:
         session: str | None,
         expiry_minutes: int,
         max_pending: int | None = None,
+        preconditions: Sequence[Precondition] = (),
     ) -> Approval:
         """Park an action as pending; the same intent still pending or approved returns the existing approval.
+
+        ``preconditions`` is the state the action assumes, stored with it (see `governance.preconditions`).
 
         Raises:
             PendingLimitError: the requester already has ``max_pending`` actions pending (a new intent only).
@@ -133,7 +143,8 @@ class ApprovalStore:
                 approval_id = f"APR-{secrets.token_hex(4).upper()}"
                 await conn.execute(
                     "INSERT INTO approvals (approval_id, function, arguments, args_hash, intent_key, status, "
-                    "requested_by, session, requested_at, expires_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+                    "requested_by, session, requested_at, expires_at, preconditions) "
+                    "VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
                     (
                         approval_id,
                         function,
@@ -144,6 +155,7 @@ class ApprovalStore:
                         session,
                         _ts(now),
                         _ts(now + timedelta(minutes=expiry_minutes)),
+                        json.dumps([p.model_dump() for p in preconditions], ensure_ascii=False),
                     ),
                 )
             else:
@@ -208,6 +220,11 @@ class ApprovalStore:
             return approval, False
         if approval.status is ApprovalStatus.REJECTED:
             raise ApprovalError(f"Approval {approval.id} was rejected by {approval.decided_by}; it cannot run.")
+        if approval.status is ApprovalStatus.REFUSED:
+            raise ApprovalError(
+                f"Approval {approval.id} was refused when it was to run ({approval.reason}); it cannot run. "
+                "Ask the operator to propose it again if it is still needed."
+            )
         if approval.status is ApprovalStatus.EXPIRED:
             raise ApprovalError(
                 f"Approval {approval.id} expired at {approval.expires_at} without running; ask the operator to "
@@ -259,9 +276,11 @@ _STATUS_SQL: dict[ApprovalStatus, str] = {
     ApprovalStatus.APPROVED: "WHERE status = 'approved' AND expires_at > ?",
     ApprovalStatus.EXPIRED: "WHERE status IN ('pending', 'approved') AND expires_at <= ?",
     ApprovalStatus.EXECUTED: "WHERE status = 'executed'",
-    ApprovalStatus.REJECTED: "WHERE status = 'rejected'",
+    ApprovalStatus.REJECTED: "WHERE status = 'rejected' AND refused_at IS NULL",
+    ApprovalStatus.REFUSED: "WHERE status = 'rejected' AND refused_at IS NOT NULL",
 }
-"""The stored condition of each reported status: pending or approved past its expiry reports as expired."""
+"""The stored condition of each reported status: pending or approved past its expiry reports as expired, and a
+rejected row with ``refused_at`` (refused at execution, `governance.grants.refuse`) as refused."""
 
 
 def _status_filter(status: ApprovalStatus | None, now: str) -> tuple[str, tuple[str, ...]]:
@@ -295,6 +314,8 @@ def _approval(row: Any) -> Approval:
     status = ApprovalStatus(row["status"])
     if status in (ApprovalStatus.PENDING, ApprovalStatus.APPROVED) and row["expires_at"] <= _ts(_now()):
         status = ApprovalStatus.EXPIRED
+    if status is ApprovalStatus.REJECTED and row["refused_at"] is not None:
+        status = ApprovalStatus.REFUSED
     result = row["result"]
     if result is not None:
         try:
@@ -314,4 +335,6 @@ def _approval(row: Any) -> Approval:
         reason=row["reason"],
         executed_at=row["executed_at"],
         result=result,
+        preconditions=[Precondition.model_validate(p) for p in json.loads(row["preconditions"] or "[]")],
+        refused_at=row["refused_at"],
     )

@@ -5,10 +5,14 @@ model or MCP client cannot forge one. Write services call `redeem` inside their 
 it checks the approval row (approved, same function, same argument hash), returns the first result
 when the intent already ran, and otherwise lets the write proceed; `complete` then records the
 result, the idempotency record and (through the grant's hook) the audit row in that same transaction.
+When the state the action assumed no longer holds (`governance.preconditions`), the service calls `refuse`
+instead: the approval is marked refused, and (through the grant's refusal hook) audited, in that transaction,
+and nothing else is written.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,17 +36,20 @@ class Grant:
     ``approver`` is the supervisor whose approval runs it now (None: the one the approval row names); when
     an approved action runs under another supervisor's approval (a retry, or two approving at once), the row
     is re-stamped with the supervisor whose approval actually ran it. ``executed`` is set when this grant's
-    write ran and recorded its result; it stays false when the action had already run (a replay).
+    write ran and recorded its result; it stays false when the action had already run (a replay). ``refused`` is
+    the reason when the write refused to run because the state it assumed had changed (`refuse`).
     """
 
     approval_id: str
     function: str
     on_commit: CommitHook | None = None
     approver: str | None = None
+    on_refuse: CommitHook | None = None
     committed: bool = field(default=False)
     executed: bool = field(default=False)
     requested_by: str | None = field(default=None)
     approved_by: str | None = field(default=None)
+    refused: str | None = field(default=None)
 
 
 _GRANT: ContextVar[Grant | None] = ContextVar("pumpops_grant", default=None)
@@ -139,3 +146,31 @@ async def complete(conn: aiosqlite.Connection, grant: Grant, result: str) -> Non
     if grant.on_commit is not None:
         await grant.on_commit(conn, result)
         grant.committed = True
+
+
+async def refuse(conn: aiosqlite.Connection, grant: Grant, reason: str) -> str:
+    """Record, in the write's transaction, that the approved action did not run because its preconditions changed.
+
+    The approval is marked refused (stored ``rejected`` with ``refused_at``, reported ``refused``) with the reason,
+    no idempotency record is made (proposing it again is checked afresh), and the grant's refusal hook appends the
+    audit row. Returns the result the write answers with: ``{"status": "refused", "approval_id", "reason"}``.
+    """
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    await conn.execute(
+        "UPDATE approvals SET status = 'rejected', refused_at = ?, reason = ? WHERE approval_id = ?",
+        (now, reason[:500], grant.approval_id),
+    )
+    result = json.dumps(
+        {
+            "status": "refused",
+            "approval_id": grant.approval_id,
+            "reason": reason,
+            "message": "The plant changed since this was proposed; nothing was written.",
+        },
+        separators=(",", ":"),
+    )
+    grant.refused = reason
+    if grant.on_refuse is not None:
+        await grant.on_refuse(conn, result)
+        grant.committed = True
+    return result

@@ -34,7 +34,7 @@ from governance.identity import CallContext, acting_as
 from governance.roles import Role
 from kernel_setup.direct_calls import pumpops_cause, resolve_function
 from kernel_setup.errors import ToolCallError
-from kernel_setup.filters.approval import audit_hook, policy_for
+from kernel_setup.filters.approval import audit_hook, policy_for, refusal_hook
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
 from plugins.declarations import traits_of
 
@@ -79,8 +79,10 @@ class ApprovalService:
 
         Raises:
             RoleError: ``who`` is not a proven principal with the supervisor role.
-            ApprovalError: unknown, expired, rejected, the requester approving its own action (four eyes), or
-                the execution failed (the approval then stays approved and can be approved again to retry).
+            ApprovalError: unknown, expired, rejected, refused, the requester approving its own action (four
+                eyes), or the execution failed (the approval then stays approved and can be approved again to
+                retry), or the write refused to run because the state it assumed changed (the approval is then
+                marked refused, with the reason).
         """
         try:
             require_role(who, f"approve {_shown(approval_id)}", Role.SUPERVISOR)
@@ -95,7 +97,14 @@ class ApprovalService:
         if approval.status is ApprovalStatus.EXECUTED or function is None:
             return _decision(approval, ran=False)
         hook = audit_hook(self._audit, function, approval.arguments, f"{approval.id} approved by {who.audit_name}")
-        grant = Grant(approval_id=approval.id, function=approval.function, on_commit=hook, approver=who.principal)
+        refused = refusal_hook(self._audit, function, approval.arguments, approval.id)
+        grant = Grant(
+            approval_id=approval.id,
+            function=approval.function,
+            on_commit=hook,
+            approver=who.principal,
+            on_refuse=refused,
+        )
         with acting_as(who), granting(grant):
             try:
                 arguments = KernelArguments()
@@ -107,6 +116,11 @@ class ApprovalService:
                 raise ApprovalError(
                     f"{approval.id} is approved but its execution failed: {message} Approve it again to retry."
                 ) from exc
+        if grant.refused is not None:
+            raise ApprovalError(
+                f"{approval.id} was not executed: the plant changed since it was proposed. {sentence(grant.refused)} "
+                "It is marked refused and cannot run; the operator can propose it again if it is still needed."
+            )
         return _decision(await self._store.get(approval.id), ran=grant.executed)
 
     def _four_eyes(self, parked: Approval, who: CallContext, function: KernelFunction | None) -> bool:

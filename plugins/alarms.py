@@ -6,7 +6,7 @@ from typing import Annotated
 
 from semantic_kernel.functions import kernel_function
 
-from governance import active_grant
+from governance import CheckedWrite, active_grant
 from plugins.declarations import reads, writes
 from plugins.results import to_json
 from twin import AlarmService, Severity
@@ -64,9 +64,11 @@ class AlarmsPlugin:
         """Acknowledge an alarm (runs only under an approval grant)."""
         return await self._service.acknowledge(alarm_id, note, active_grant())
 
-    async def check_acknowledge_alarm(self, alarm_id: str, note: str) -> dict[str, str]:
-        """Raise what `acknowledge_alarm` would for this input (an unknown or cleared alarm, a bad note); no write.
+    async def check_acknowledge_alarm(self, alarm_id: str, note: str) -> CheckedWrite:
+        """Raise what `acknowledge_alarm` would for this input now; no write.
 
-        Returns the alarm id and note in canonical form.
+        It refuses an unknown, cleared or already acknowledged alarm, and a bad note.
+
+        Returns the alarm id and note in canonical form, and the state acknowledging assumes.
         """
         return await self._service.check_acknowledge(alarm_id, note)

@@ -5,7 +5,9 @@ undeclared function is never let through as a read by mistake. A write may name 
 of the same plugin, taking the same arguments, that raises what the write would raise for input it
 could never carry out (an unknown pump, a summary too short), so the approval gate refuses such a
 call at once instead of parking it for a supervisor whose approval could only fail, and returns the
-arguments it normalises in canonical form (a trimmed, upper-case id), so one intent is one approval.
+arguments it normalises in canonical form (a trimmed, upper-case id), so one intent is one approval, with the
+state the write assumes (`governance.preconditions`), which the write checks again when it runs. The check and
+the write call the same validation, so what is parked is what the write accepts.
 
 A write also declares whether it is safety-relevant: whether a mistaken or malicious run could make
 people miss a hazard at the plant. For those the four-eyes rule (a supervisor other than the requester
@@ -21,6 +23,7 @@ from typing import Any, TypeVar
 from semantic_kernel.functions.kernel_function import KernelFunction
 
 from governance.effects import Effect
+from governance.preconditions import CheckedWrite
 
 _ATTRIBUTE = "__pumpops_traits__"
 
@@ -96,8 +99,10 @@ def traits_of(function: KernelFunction) -> ToolTraits:
     return traits if isinstance(traits, ToolTraits) else UNDECLARED
 
 
-async def check_write(function: KernelFunction, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """Run the write's declared check on ``arguments``: their canonical form (as given without a check).
+async def check_write(function: KernelFunction, arguments: Mapping[str, Any]) -> CheckedWrite:
+    """Run the write's declared check: the canonical arguments and the write's preconditions.
+
+    Without a check: the arguments as given, and no preconditions.
 
     Raises:
         PumpOpsError: whatever the check raises for input the write could never carry out.
@@ -105,9 +110,10 @@ async def check_write(function: KernelFunction, arguments: Mapping[str, Any]) ->
     """
     name = traits_of(function).check
     if name is None:
-        return dict(arguments)
+        return CheckedWrite(dict(arguments))
     plugin = getattr(getattr(function, "method", None), "__self__", None)
-    check: Callable[..., Awaitable[Mapping[str, Any]]] | None = getattr(plugin, name, None)
+    check: Callable[..., Awaitable[CheckedWrite]] | None = getattr(plugin, name, None)
     if check is None:
         raise LookupError(f"{function.fully_qualified_name} declares the check {name!r}, which its plugin lacks.")
-    return {**arguments, **await check(**arguments)}
+    checked = await check(**arguments)
+    return CheckedWrite({**arguments, **checked.arguments}, checked.preconditions, checked.refusal)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from semantic_kernel.functions import kernel_function
 
-from governance import ApprovalStore, active_grant
+from governance import ApprovalStore, CheckedWrite, active_grant
 from plugins.declarations import reads, writes
 from plugins.results import to_json
 from twin.work_orders import Priority, WorkOrderService, WorkOrderStatus
@@ -58,10 +58,12 @@ class WorkOrdersPlugin:
         """Create a work order (runs only under an approval grant)."""
         return await self._service.create(pump_id, priority, summary, active_grant())
 
-    async def check_create_work_order(self, pump_id: str, priority: Priority | str, summary: str) -> dict[str, str]:
-        """Raise what `create_work_order` would for this input (an unknown pump, a bad summary); no write.
+    async def check_create_work_order(self, pump_id: str, priority: Priority | str, summary: str) -> CheckedWrite:
+        """Raise what `create_work_order` would for this input now; no write.
 
-        Returns the pump id and summary in canonical form.
+        It refuses an unknown or decommissioned pump, a bad summary, and the same work already open for the pump.
+
+        Returns the pump id and summary in canonical form, and the state the work order assumes.
         """
         return await self._service.check(pump_id, summary)
 

@@ -229,6 +229,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE alarms ADD COLUMN origin TEXT
         """,
     ),
+    Migration(
+        8,
+        "approval preconditions and decommissioned pumps",
+        # preconditions: the plant state a parked write assumed (JSON list, governance/preconditions.py), re-checked
+        # by the write inside its transaction. refused_at: set when that re-check refused it; the row is then stored
+        # as 'rejected' (the status CHECK of migration 5 stays) and reported as 'refused'. decommissioned_at: a pump
+        # taken out of service for good; no write may target it.
+        """
+        ALTER TABLE approvals ADD COLUMN preconditions TEXT;
+        ALTER TABLE approvals ADD COLUMN refused_at TEXT;
+        ALTER TABLE pumps ADD COLUMN decommissioned_at TEXT
+        """,
+    ),
 )
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from governance import Grant, complete, redeem
+from governance import CheckedWrite, Grant, Precondition, PreconditionError, complete, redeem, refuse
 from storage import Database
 from twin.errors import InvalidInputError, NotFoundError
 from twin.identifiers import normalize_alarm_id, normalize_pump_id, trimmed_text
 from twin.models import Severity
+from twin.preconditions import Fetch, in_transaction
 
 ACKNOWLEDGE_FUNCTION = "alarms-acknowledge_alarm"
 MAX_NOTE = 500
@@ -44,6 +46,33 @@ class AlarmList(BaseModel):
     returned: int
     truncated: bool
     alarms: list[Alarm]
+
+
+UNACKNOWLEDGED = "is active and not acknowledged"
+
+
+async def require_unacknowledged(fetch: Fetch, alarm_id: str) -> sqlite3.Row:
+    """The alarm row, if ``alarm_id`` (canonical) is still active and not acknowledged (what acknowledging assumes).
+
+    Raises:
+        NotFoundError: no alarm has that id.
+        InvalidInputError: the alarm was cleared.
+        PreconditionError: the alarm was acknowledged (the message says by whom and when).
+    """
+    row = await fetch(
+        "SELECT pump_id, active, cleared_at, acknowledged_at, acknowledged_by FROM alarms WHERE alarm_id = ?",
+        (alarm_id,),
+    )
+    if row is None:
+        raise NotFoundError.alarm(alarm_id)
+    if not row["active"]:
+        raise _not_active(alarm_id, row["cleared_at"])
+    if row["acknowledged_at"] is not None:
+        raise PreconditionError(
+            f"{alarm_id} was acknowledged by {row['acknowledged_by']} at {row['acknowledged_at']}; there is nothing "
+            "to acknowledge. Tell the operator who acknowledged it."
+        )
+    return row
 
 
 _FILTER = "(?1 IS NULL OR severity = ?1) AND (?2 IS NULL OR pump_id = ?2) AND (?3 = 0 OR active = 1)"
@@ -92,44 +121,49 @@ class AlarmService:
             raise NotFoundError.alarm(alarm_id)
         return alarm_from_row(row)
 
-    async def check_acknowledge(self, alarm_id: str, note: str) -> dict[str, str]:
-        """Refuse what `acknowledge` could never carry out, without writing (checked again when it runs).
+    async def check_acknowledge(self, alarm_id: str, note: str) -> CheckedWrite:
+        """Refuse what `acknowledge` would refuse now, without writing; `acknowledge` checks the same when it runs.
 
         Returns:
-            ``alarm_id`` and ``note`` in the form `acknowledge` stores them.
+            ``alarm_id`` and ``note`` in the form `acknowledge` stores them, and the state acknowledging assumes.
+
+            Its ``refusal`` says why `acknowledge` would refuse it now: an unknown, cleared or already
+            acknowledged alarm.
 
         Raises:
-            InvalidInputError: not an alarm id, a bad note, or the alarm is not active.
-            NotFoundError: unknown alarm.
+            InvalidInputError: not an alarm id, or a bad note.
         """
-        text = _check_note(note)
-        alarm = await self.get(alarm_id)
-        if not alarm.active:
-            raise _not_active(alarm.alarm_id)
-        return {"alarm_id": alarm.alarm_id, "note": text}
+        wanted, text = canonical_acknowledgement(alarm_id, note)
+        try:
+            await require_unacknowledged(self._db.fetch_one, wanted)
+            refusal = None
+        except (NotFoundError, InvalidInputError, PreconditionError) as exc:
+            refusal = str(exc)
+        preconditions = (Precondition(subject=wanted, expects=UNACKNOWLEDGED),)
+        return CheckedWrite({"alarm_id": wanted, "note": text}, preconditions, refusal)
 
     async def acknowledge(self, alarm_id: str, note: str, grant: Grant | None) -> str:
-        """Acknowledge an active alarm under an approval grant; a replay returns the first result.
+        """Acknowledge an active, unacknowledged alarm under an approval grant; a replay returns the first result.
+
+        When the state the approval assumed no longer holds (the alarm was acknowledged or cleared meanwhile)
+        nothing is written: the approval is marked refused and audited in the write's transaction, and the
+        refusal is returned.
 
         Raises:
             ApprovalRequiredError: no valid grant.
-            NotFoundError: unknown alarm.
-            InvalidInputError: empty or too long note, or the alarm is not active.
+            InvalidInputError: a bad alarm id, or an empty or too long note.
         """
-        wanted = normalize_alarm_id(alarm_id)
-        text = _check_note(note)
+        wanted, text = canonical_acknowledgement(alarm_id, note)
         arguments = {"alarm_id": alarm_id, "note": note}
         async with self._db.transaction() as conn:
             first = await redeem(conn, grant, ACKNOWLEDGE_FUNCTION, arguments)
             if first is not None:
                 return first
             assert grant is not None
-            async with conn.execute("SELECT active, pump_id FROM alarms WHERE alarm_id = ?", (wanted,)) as cursor:
-                alarm = await cursor.fetchone()
-            if alarm is None:
-                raise NotFoundError.alarm(alarm_id)
-            if not alarm["active"]:
-                raise _not_active(wanted)
+            try:
+                alarm = await require_unacknowledged(in_transaction(conn), wanted)
+            except (NotFoundError, InvalidInputError, PreconditionError) as exc:
+                return await refuse(conn, grant, str(exc))
             now = datetime.now(UTC).isoformat(timespec="seconds")
             await conn.execute(
                 "UPDATE alarms SET acknowledged_at = ?, acknowledged_by = ?, acknowledgement_note = ? "
@@ -150,6 +184,15 @@ class AlarmService:
         return result
 
 
+def canonical_acknowledgement(alarm_id: str, note: str) -> tuple[str, str]:
+    """The alarm id and note as an acknowledgement stores them: the one validation of proposal and `acknowledge`.
+
+    Raises:
+        InvalidInputError: not an alarm id, or a note outside 1-500 characters.
+    """
+    return normalize_alarm_id(alarm_id), _check_note(note)
+
+
 def _check_note(note: str) -> str:
     """The trimmed note.
 
@@ -159,8 +202,9 @@ def _check_note(note: str) -> str:
     return trimmed_text(note, name="note", minimum=1, maximum=MAX_NOTE, example="Crew dispatched; bearing check")
 
 
-def _not_active(alarm_id: str) -> InvalidInputError:
-    return InvalidInputError(f"Alarm {alarm_id} is no longer active; there is nothing to acknowledge.")
+def _not_active(alarm_id: str, cleared_at: str | None) -> InvalidInputError:
+    when = f" (cleared at {cleared_at})" if cleared_at else ""
+    return InvalidInputError(f"Alarm {alarm_id} is no longer active{when}; there is nothing to acknowledge.")
 
 
 def alarm_from_row(row: Any) -> Alarm:

@@ -8,10 +8,11 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict
 
-from governance import Grant, complete, redeem
+from governance import CheckedWrite, Grant, Precondition, PreconditionError, complete, redeem, refuse
 from storage import Database
 from twin.errors import NotFoundError
 from twin.identifiers import normalize_pump_id, trimmed_text
+from twin.preconditions import Fetch, in_transaction, pump_in_service, require_pump_in_service
 
 MAX_WORK_ORDERS_LISTED = 50
 MIN_SUMMARY = 5
@@ -78,50 +79,94 @@ def check_summary(summary: str) -> str:
     )
 
 
+def canonical_order(pump_id: str, summary: str) -> tuple[str, str]:
+    """The pump id and summary in the form a work order stores them: the one validation of a proposal and `create`.
+
+    Raises:
+        InvalidInputError: not a pump id, or a summary outside 5-500 characters.
+    """
+    return normalize_pump_id(pump_id), check_summary(summary)
+
+
+def order_preconditions(pump_id: str, summary: str) -> tuple[Precondition, ...]:
+    """The state a work order for ``pump_id`` with ``summary`` (both canonical) assumes."""
+    return (
+        pump_in_service(pump_id),
+        Precondition(subject=pump_id, expects=f"has no open work order with the summary {summary!r}"),
+    )
+
+
+async def require_order_state(fetch: Fetch, pump_id: str, summary: str) -> None:
+    """Refuse a work order whose preconditions (`order_preconditions`) do not hold now.
+
+    Raises:
+        NotFoundError: unknown pump.
+        PreconditionError: the pump is decommissioned, or an open work order for it has the same summary.
+    """
+    await require_pump_in_service(fetch, pump_id)
+    open_order = await fetch(
+        "SELECT work_order_id, status, created_at, requested_by FROM work_orders "
+        "WHERE pump_id = ? AND status IN ('open', 'in_progress') AND summary = ? COLLATE NOCASE "
+        "ORDER BY created_at, work_order_id LIMIT 1",
+        (pump_id, summary),
+    )
+    if open_order is not None:
+        raise PreconditionError(
+            f"{pump_id} already has {open_order['status'].replace('_', ' ')} work order {open_order['work_order_id']} "
+            f"with this summary (created at {open_order['created_at']}, requested by {open_order['requested_by']}); "
+            "a second one would duplicate it. Call work_orders-list_work_orders to follow that one up."
+        )
+
+
 class WorkOrderService:
     """Creates work orders under a grant and lists them."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def check(self, pump_id: str, summary: str) -> dict[str, str]:
-        """Refuse what `create` could never carry out, without writing (checked again when it runs).
+    async def check(self, pump_id: str, summary: str) -> CheckedWrite:
+        """Refuse what `create` would refuse now, without writing; `create` checks the same again when it runs.
 
         Returns:
-            ``pump_id`` and ``summary`` in the form `create` stores them.
+            ``pump_id`` and ``summary`` in the form `create` stores them, and the state the work order assumes.
+
+            Its ``refusal`` says why `create` would refuse it now: an unknown or decommissioned pump, or the same
+            work already open for the pump.
 
         Raises:
             InvalidInputError: not a pump id, or a bad summary.
-            NotFoundError: unknown pump.
         """
-        pump = normalize_pump_id(pump_id)
-        text = check_summary(summary)
-        if await self._db.fetch_one("SELECT 1 FROM pumps WHERE pump_id = ?", (pump,)) is None:
-            raise NotFoundError.pump(pump_id)
-        return {"pump_id": pump, "summary": text}
+        pump, text = canonical_order(pump_id, summary)
+        try:
+            await require_order_state(self._db.fetch_one, pump, text)
+            refusal = None
+        except (NotFoundError, PreconditionError) as exc:
+            refusal = str(exc)
+        return CheckedWrite({"pump_id": pump, "summary": text}, order_preconditions(pump, text), refusal)
 
     async def create(self, pump_id: str, priority: Priority, summary: str, grant: Grant | None) -> str:
         """Create one work order under an approval grant; a replay returns the first result.
 
         The work order, the approval's executed state, the idempotency record and (through the
-        grant's hook) the audit row commit in one transaction.
+        grant's hook) the audit row commit in one transaction. When the state the approval assumed no
+        longer holds (an unknown or decommissioned pump, the same work already open) nothing is written:
+        the approval is marked refused and audited in that transaction, and the refusal is returned.
 
         Raises:
             ApprovalRequiredError: no valid grant.
-            NotFoundError: unknown pump.
-            InvalidInputError: bad summary.
+            InvalidInputError: bad pump id or summary.
         """
-        pump = normalize_pump_id(pump_id)
-        text = check_summary(summary)
+        pump, text = canonical_order(pump_id, summary)
         arguments = {"pump_id": pump_id, "priority": priority.value, "summary": summary}
         async with self._db.transaction() as conn:
             first = await redeem(conn, grant, CREATE_FUNCTION, arguments)
             if first is not None:
                 return first
             assert grant is not None
-            async with conn.execute("SELECT 1 FROM pumps WHERE pump_id = ?", (pump,)) as cursor:
-                if await cursor.fetchone() is None:
-                    raise NotFoundError.pump(pump_id)
+            try:
+                await require_order_state(in_transaction(conn), pump, text)
+            except (NotFoundError, PreconditionError) as exc:
+                return await refuse(conn, grant, str(exc))
             async with conn.execute(
                 "SELECT COALESCE(MAX(CAST(substr(work_order_id, 4) AS INTEGER)), 0) + 1 FROM work_orders"
             ) as cursor:

@@ -34,9 +34,17 @@ JSON_FIELDS = {
     "requested_at",
     "expires_at",
     "decided_by",
+    "decided_at",
+    "reason",
     "result",
+    "preconditions",
+    "refused_at",
 }
-"""The documented fields of an approval in JSON output."""
+"""The documented fields of an approval in JSON output (README "### The approval").
+
+``preconditions``: the state the action assumed when it was parked (``[{"subject": "ALM-0003", "expects": "is
+active and not acknowledged"}]``), re-checked when it runs; ``refused_at``: when that re-check refused it (status
+``refused``, the reason in ``reason``)."""
 
 
 def _json(approval: Approval) -> dict[str, object]:
@@ -57,8 +65,11 @@ def _show(cli: CliState, approvals: list[Approval]) -> None:
             f"expires {safe_text(a.expires_at)}{decided}",
             highlight=False,
         )
+        for p in a.preconditions:
+            cli.console.print(f"    assumes: {safe_text(p.subject)} {safe_text(p.expects)}", highlight=False)
         if a.reason:
-            cli.console.print(f"    reason: {safe_text(a.reason)}", highlight=False)
+            refused = f" (refused at {safe_text(a.refused_at)})" if a.refused_at else ""
+            cli.console.print(f"    reason{refused}: {safe_text(a.reason)}", highlight=False)
         if a.result is not None:
             cli.console.print(f"    result: {safe_text(json.dumps(a.result, ensure_ascii=False))}", highlight=False)
 
@@ -67,7 +78,7 @@ def _show(cli: CliState, approvals: list[Approval]) -> None:
 def list_approvals(
     ctx: typer.Context,
     status: str = typer.Option(
-        "all", "--status", help="pending, approved, executed, rejected, expired, or all (the default)."
+        "all", "--status", help="pending, approved, executed, rejected, expired, refused, or all (the default)."
     ),
     limit: int = typer.Option(DEFAULT_PAGE, "--limit", min=1, max=MAX_PAGE, help="How many to show (one page)."),
     offset: int = typer.Option(0, "--offset", min=0, help="How many of the newest to skip (the next page)."),

@@ -25,7 +25,7 @@ from turn.factory import runner_for
 from turn.runner import TurnRunner
 from turn.sessions import MAX_SESSION_ID_LENGTH, SessionStore, new_session_id
 
-APPROVAL_STATUSES = ("pending", "approved", "executed", "rejected", "expired")
+APPROVAL_STATUSES = ("pending", "approved", "executed", "rejected", "expired", "refused")
 HELP = """\
 [bold]Ask anything about the pumps in plain language.[/] Commands:
   /tools                  the functions the model may call

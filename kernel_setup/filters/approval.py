@@ -2,9 +2,10 @@
 
 Per-function policy (`Approval.Policy`): reads default to ``allow``, writes to ``require_approval``.
 A write needing approval is not run: it is checked (`check_write`: input it could never carry out,
-such as an unknown pump, is refused at once; ids and text are put in canonical form), then parked
-durably, bound to a hash of its exact canonical arguments and to the requester, and the caller
-sees ``{"status": "pending_approval", ...}``. The same intent again returns the same pending
+such as an unknown pump or an alarm already acknowledged, is refused at once, audited as ``rejected``; ids
+and text are put in canonical form), then parked durably, bound to a hash of its exact canonical arguments,
+to the requester and to the state it assumes (its preconditions, re-checked by the write when it runs), and
+the caller sees ``{"status": "pending_approval", ...}``. The same intent again returns the same pending
 approval, or the first result once it ran (marked ``"replayed": true``: nothing was done again).
 Only the approvals door (a context-variable grant) lets the parked call through; write services
 check the grant again themselves, so a kernel without this filter still cannot write.
@@ -26,9 +27,20 @@ from semantic_kernel.filters.functions.function_invocation_context import Functi
 from semantic_kernel.functions.function_result import FunctionResult
 from semantic_kernel.functions.kernel_function import KernelFunction
 
-from governance import Approval, ApprovalStore, Grant, PendingLimitError, active_grant, granting, intent_key
+from core.errors import PumpOpsError
+from governance import (
+    Approval,
+    ApprovalStore,
+    Grant,
+    PendingLimitError,
+    Precondition,
+    active_grant,
+    granting,
+    intent_key,
+)
 from governance.audit_log import AuditLog, AuditOutcome
 from governance.identity import CallContext, current_call
+from kernel_setup.arguments import ToolArgumentError
 from kernel_setup.errors import SettingsError
 from kernel_setup.filters.audit import AUDITED_KEY, DETAIL_KEY, STATUS_KEY
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
@@ -85,8 +97,17 @@ def check_policy(settings: ApprovalSettings, kernel: Kernel, *, source: str) -> 
     return sorted(allowed_writes, key=lambda function: function.fully_qualified_name)
 
 
-def audit_hook(audit: AuditLog | None, function: KernelFunction, arguments: dict[str, object], detail: str):
-    """A grant hook that appends the execution's audit row inside the write's own transaction."""
+def audit_hook(
+    audit: AuditLog | None,
+    function: KernelFunction,
+    arguments: dict[str, object],
+    detail: str,
+    outcome: AuditOutcome = AuditOutcome.OK,
+):
+    """A grant hook that appends the execution's audit row inside the write's own transaction.
+
+    With ``outcome`` ``denied`` it is the refusal hook (`Grant.on_refuse`): the detail then also names the reason.
+    """
     if audit is None:
         return None
 
@@ -95,13 +116,27 @@ def audit_hook(audit: AuditLog | None, function: KernelFunction, arguments: dict
             conn,
             function=function.fully_qualified_name,
             arguments=arguments,
-            outcome=AuditOutcome.OK,
+            outcome=outcome,
             effect=traits_of(function).effect,
-            detail=detail,
+            detail=detail if outcome is AuditOutcome.OK else f"{detail}; refused: {_reason(result)}",
             result_text=result,
         )
 
     return hook
+
+
+def refusal_hook(audit: AuditLog | None, function: KernelFunction, arguments: dict[str, object], approval_id: str):
+    """A grant hook that audits, as ``denied``, an approved write refused because its preconditions changed."""
+    detail = f"{approval_id} not executed: its preconditions no longer held"
+    return audit_hook(audit, function, arguments, detail, AuditOutcome.DENIED)
+
+
+def _reason(result: str) -> str:
+    try:
+        value = json.loads(result)
+    except ValueError:
+        return result
+    return str(value.get("reason", result)) if isinstance(value, dict) else result
 
 
 class ApprovalGate:
@@ -143,7 +178,7 @@ class ApprovalGate:
         function = context.function
         name = function.fully_qualified_name
         call = current_call()
-        arguments, intent, first = await self._intent(context, call)
+        arguments, intent, first, preconditions = await self._intent(context, call)
         if first is not None:
             context.result = FunctionResult(
                 function=function.metadata,
@@ -151,13 +186,14 @@ class ApprovalGate:
                 metadata={STATUS_KEY: "ok", DETAIL_KEY: "replayed: this exact action already ran; first result"},
             )
             return
-        approval = await self._park(context, arguments, intent, call, decision)
+        approval = await self._park(context, arguments, intent, call, decision, preconditions)
         if approval is None:
             return  # refused: the requester has too many actions pending
         if decision is PolicyDecision.ALLOW:
             await self._store.claim(approval.id, POLICY_APPROVER, allow_self_approval=True)
             hook = audit_hook(self._audit, function, arguments, f"{approval.id} allowed by policy")
-            policy_grant = Grant(approval_id=approval.id, function=name, on_commit=hook)
+            refused = refusal_hook(self._audit, function, arguments, approval.id)
+            policy_grant = Grant(approval_id=approval.id, function=name, on_commit=hook, on_refuse=refused)
             with granting(policy_grant):
                 await next(context)
             _mark_audited(context, policy_grant)
@@ -180,27 +216,36 @@ class ApprovalGate:
 
     async def _intent(
         self, context: FunctionInvocationContext, call: CallContext
-    ) -> tuple[dict[str, Any], str, str | None]:
-        """The write's arguments in canonical form, its intent key, and its first result if the intent already ran.
+    ) -> tuple[dict[str, Any], str, str | None, tuple[Precondition, ...]]:
+        """The write's canonical arguments, intent key, first result if the intent already ran, and preconditions.
 
         Raises:
-            PumpOpsError: the write's declared check refuses input it could never carry out.
+            ToolArgumentError: the write's declared check refuses the input now (what the write would refuse:
+                an unknown pump, a one-character summary, an alarm already acknowledged); the message says how
+                to recover.
         """
         function = context.function
         name = function.fully_qualified_name
         arguments = dict(context.arguments)
         intent = intent_key(call.principal, call.session, name, arguments)
         first = await self._store.executed_result(intent)
+        preconditions: tuple[Precondition, ...] = ()
         if first is None:
-            # Input the write could never carry out is refused here, not parked; the rest in canonical form
+            # Input the write would refuse is refused here, not parked; the rest in canonical form
             # ("pump-007 " is PUMP-007), so spelling variants of one intent are one approval.
-            canonical = await check_write(function, arguments)
+            try:
+                checked = await check_write(function, arguments)
+            except PumpOpsError as exc:
+                raise ToolArgumentError(str(exc)) from exc
+            canonical, preconditions = dict(checked.arguments), checked.preconditions
             if canonical != arguments:
                 arguments = canonical
                 context.arguments.update(canonical)
                 intent = intent_key(call.principal, call.session, name, arguments)
                 first = await self._store.executed_result(intent)
-        return arguments, intent, first
+            if first is None and checked.refusal is not None:
+                raise ToolArgumentError(checked.refusal)
+        return arguments, intent, first, preconditions
 
     async def _park(
         self,
@@ -209,6 +254,7 @@ class ApprovalGate:
         intent: str,
         call: CallContext,
         decision: PolicyDecision,
+        preconditions: tuple[Precondition, ...],
     ) -> Approval | None:
         """Park the write for approval; None, with the caller answered, when the requester has too many pending."""
         name = context.function.fully_qualified_name
@@ -221,6 +267,7 @@ class ApprovalGate:
                 session=call.session,
                 expiry_minutes=self._settings.expiry_minutes,
                 max_pending=None if decision is PolicyDecision.ALLOW else self._settings.max_pending_per_principal,
+                preconditions=preconditions,
             )
         except PendingLimitError as exc:  # a flood of proposals: refused (and audited as denied), never parked
             self._answer(
@@ -274,3 +321,6 @@ def _replayed(first: str) -> str:
 def _mark_audited(context: FunctionInvocationContext, grant: Grant) -> None:
     if grant.committed and context.result is not None:
         context.result.metadata[AUDITED_KEY] = True
+        if grant.refused is not None:  # the write refused to run: its preconditions changed (audited as denied)
+            context.result.metadata[STATUS_KEY] = "denied"
+            context.result.metadata[DETAIL_KEY] = grant.refused

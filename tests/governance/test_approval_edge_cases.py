@@ -26,7 +26,8 @@ async def test_the_same_intent_approved_twice_under_two_approvals_writes_once(ap
     async with app.db.transaction() as conn:  # force a second approval of the same intent, as after a race
         await conn.execute(
             "INSERT INTO approvals SELECT 'APR-DUPL1CAT', function, arguments, args_hash, intent_key, 'pending', "
-            "requested_by, session, requested_at, expires_at, NULL, NULL, NULL, NULL, NULL FROM approvals"
+            "requested_by, session, requested_at, expires_at, NULL, NULL, NULL, NULL, NULL, preconditions, NULL "
+            "FROM approvals"
         )
     await app.approvals.approve(first["approval_id"], supervisor("bob"))
     second = await app.approvals.approve("APR-DUPL1CAT", supervisor("carol"))
@@ -178,11 +179,14 @@ async def test_a_failed_execution_is_reported_in_whole_sentences_without_a_doubl
         result = await app.kernel.invoke(function, KernelArguments(alarm_id="ALM-0002", note="Crew on the way"))
     assert result is not None
     approval_id = json.loads(str(result.value))["approval_id"]
-    async with app.db.transaction() as conn:  # the alarm clears while the action waits for approval
-        await conn.execute("UPDATE alarms SET active = 0 WHERE alarm_id = 'ALM-0002'")
+    async with app.db.transaction() as conn:  # the stored arguments no longer match the hash that was approved
+        await conn.execute(
+            "UPDATE approvals SET arguments = ? WHERE approval_id = ?",
+            (json.dumps({"alarm_id": "ALM-0002", "note": "Crew stood down"}), approval_id),
+        )
     with pytest.raises(ApprovalError) as failed:
         await app.approvals.approve(approval_id, supervisor("bob"))
     assert str(failed.value) == (
-        f"{approval_id} is approved but its execution failed: Alarm ALM-0002 is no longer active; there is nothing "
-        "to acknowledge. Approve it again to retry."
+        f"{approval_id} is approved but its execution failed: Approval {approval_id!r} was given for different "
+        "arguments; nothing was executed. Approve it again to retry."
     )

@@ -366,7 +366,7 @@ async def test_a_write_that_could_never_run_is_refused_at_once_not_parked(
         await app.kernel.invoke(app.kernel.get_function(plugin, function), KernelArguments(**arguments))
     assert await count(app, "apr") == 0  # no supervisor is asked to approve what would only fail
     row = await app.db.fetch_one("SELECT outcome, detail FROM audit_log ORDER BY id DESC LIMIT 1")
-    assert row is not None and row["outcome"] == "error" and message in row["detail"]
+    assert row is not None and row["outcome"] == "rejected" and message in row["detail"]
     assert await chain_ok(app)
 
 

@@ -69,8 +69,14 @@ def test_the_os_user_with_the_supervisor_role_decides_another_principals_proposa
         "requested_at",
         "expires_at",
         "decided_by",
+        "decided_at",
+        "reason",
         "result",
+        "preconditions",
+        "refused_at",
     }
+    by_id = {a["id"]: a for a in listed}
+    assert by_id[other]["preconditions"] == [{"subject": "ALM-0002", "expects": "is active and not acknowledged"}]
     done = run_cli(settings, "approvals", "approve", parked, "--json")
     assert done.returncode == 0, done.stderr
     decided = json.loads(done.stdout)[0]
@@ -179,3 +185,19 @@ def test_processes_approving_one_action_at_once_report_one_execution_and_honest_
         assert answer["result"] == winner["result"] and answer["status"] == "executed"
         if answer is not winner:
             assert answer["outcome"] == "already_executed" and honest in answer["message"]
+
+
+def test_a_stale_approval_is_refused_with_exit_2_and_listed_as_refused_with_what_it_assumed(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path, "supervisor")
+    stale = park(settings, "alarms.acknowledge_alarm", **{**ACK, "alarm_id": "alm-2"})
+    other = park(settings, "alarms.acknowledge_alarm", principal="carol", **ACK)
+    assert run_cli(settings, "approvals", "approve", other).returncode == 0
+
+    refused = run_cli(settings, "approvals", "approve", stale)
+
+    assert refused.returncode == 2 and f"ALM-0002 was acknowledged by {os_user()} at" in refused.stderr
+    listed = run_cli(settings, "approvals", "list", "--status", "refused")
+    assert listed.returncode == 0 and stale in listed.stdout and other not in listed.stdout
+    assert "assumes: ALM-0002 is active and not acknowledged" in listed.stdout
+    assert "refused at" in listed.stdout
+    assert run_cli(settings, "audit", "verify").returncode == 0
