@@ -32,6 +32,7 @@ from governance.identity import CallContext, current_call
 from kernel_setup.errors import SettingsError
 from kernel_setup.filters.audit import AUDITED_KEY, DETAIL_KEY, STATUS_KEY
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
+from kernel_setup.tracing import note_audit_row
 from plugins.declarations import check_write, traits_of
 
 POLICY_APPROVER = "policy:allow"
@@ -91,7 +92,7 @@ def audit_hook(audit: AuditLog | None, function: KernelFunction, arguments: dict
         return None
 
     async def hook(conn: aiosqlite.Connection, result: str) -> None:
-        await audit.record_in(
+        row = await audit.record_in(
             conn,
             function=function.fully_qualified_name,
             arguments=arguments,
@@ -100,6 +101,7 @@ def audit_hook(audit: AuditLog | None, function: KernelFunction, arguments: dict
             detail=detail,
             result_text=result,
         )
+        note_audit_row(row)  # the execute_tool span, when traced, names the row
 
     return hook
 
