@@ -85,7 +85,7 @@ class ModelCalls:
         with self._tracing.span(*chat_span(self._service), current=False) as span:
             async for item in self._streamed(chat, with_tools=with_tools, turn=turn, schema=schema):
                 if span is not None and isinstance(item, ChatMessageContent):
-                    finish_chat(span, item, before, turn.usage)
+                    finish_chat(span, self._service, item, before, turn.usage)
                 yield item
 
     async def _streamed(

@@ -15,6 +15,7 @@ from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
 from semantic_kernel.contents.utils.finish_reason import FinishReason
 
+from chat.provider import AutoChatCompletion
 from kernel_setup.tracing import (
     AGENT,
     AGENT_NAME,
@@ -61,14 +62,24 @@ def finish_turn(span: Span, tracing: Tracing, result: TurnResult) -> None:
 
 
 def chat_span(service: ChatCompletionClientBase) -> tuple[str, dict[str, Any]]:
-    """The name and attributes of a ``chat`` span on ``service``."""
+    """The name and attributes of a ``chat`` span on ``service`` (for `Chat.Provider` auto: the chosen one's)."""
+    if isinstance(service, AutoChatCompletion) and service.chosen is not None:
+        service = service.chosen
     model = service.ai_model_id or "unknown"
     provider = "ollama" if "ollama" in type(service).__module__.lower() else "llama.cpp"
     return f"chat {model}", {OPERATION: "chat", PROVIDER: provider, REQUEST_MODEL: model}
 
 
-def finish_chat(span: Span, message: ChatMessageContent, before: tuple[int, int], usage: Usage) -> None:
-    """One model call's token usage (what ``usage`` grew by), response model and finish reason on its span."""
+def finish_chat(
+    span: Span, service: ChatCompletionClientBase, message: ChatMessageContent, before: tuple[int, int], usage: Usage
+) -> None:
+    """One model call's model, token usage (what ``usage`` grew by) and finish reason on its span.
+
+    The model is named again: `Chat.Provider` auto chooses its provider on the first request.
+    """
+    name, attributes = chat_span(service)
+    span.update_name(name)
+    span.set_attributes(attributes)
     span.set_attribute(INPUT_TOKENS, usage.prompt_tokens - before[0])
     span.set_attribute(OUTPUT_TOKENS, usage.completion_tokens - before[1])
     model = (message.metadata or {}).get("model")
