@@ -101,6 +101,11 @@ class Tracing:
         """Whether spans are made."""
         return self._tracer is not None
 
+    @property
+    def provider(self) -> TracerProvider | None:
+        """The private tracer provider this app built, or None when tracing is off (or the tracer came from outside)."""
+        return self._provider
+
     @contextmanager
     def span(
         self,
