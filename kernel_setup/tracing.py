@@ -15,8 +15,8 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
@@ -74,6 +74,7 @@ AGENT = "pumpops"
 MAX_CONTENT_CHARS = 8_000
 """Longer argument, result or message text is cut on the span (with IncludeContent)."""
 
+_OFF: AbstractContextManager[None] = nullcontext()
 _TOOL_SPAN: ContextVar[Span | None] = ContextVar("pumpops_tool_span", default=None)
 _TOOL_CALL_ID: ContextVar[str | None] = ContextVar("pumpops_tool_call_id", default=None)
 
@@ -106,7 +107,6 @@ class Tracing:
         """The private tracer provider this app built, or None when tracing is off (or the tracer came from outside)."""
         return self._provider
 
-    @contextmanager
     def span(
         self,
         name: str,
@@ -115,16 +115,27 @@ class Tracing:
         context: Context | None = None,
         kind: SpanKind = SpanKind.INTERNAL,
         current: bool = True,
-    ) -> Iterator[Span | None]:
+    ) -> AbstractContextManager[Span | None]:
         """A span around the block (the current one inside it unless ``current`` is false); None when off.
 
         An exception ending the block marks the span as an error with ``error.type`` (its class name) only: its
         message may quote arguments, and goes on the span only with IncludeContent.
         """
         if self._tracer is None:
-            yield None
-            return
-        span = self._tracer.start_span(name, context=context, kind=kind, attributes=dict(attributes or {}))
+            return _OFF  # tracing off: no span, no generator, no context change
+        return self._started(self._tracer, name, attributes, context, kind, current)
+
+    @contextmanager
+    def _started(
+        self,
+        tracer: Tracer,
+        name: str,
+        attributes: Mapping[str, Any] | None,
+        context: Context | None,
+        kind: SpanKind,
+        current: bool,
+    ) -> Iterator[Span | None]:
+        span = tracer.start_span(name, context=context, kind=kind, attributes=dict(attributes or {}))
         try:
             if current:
                 with trace.use_span(span, record_exception=False, set_status_on_exception=False):
@@ -213,14 +224,22 @@ def note_audit_row(row: AuditRow) -> None:
         span.set_attribute(AUDIT_HASH, row.row_hash)
 
 
-@contextmanager
-def calling(call_id: str | None) -> Iterator[None]:
-    """The model's id of the tool call run inside this block (``gen_ai.tool.call.id`` of its span)."""
-    token = _TOOL_CALL_ID.set(call_id)
-    try:
-        yield
-    finally:
-        _TOOL_CALL_ID.reset(token)
+class calling:
+    """The model's id of the tool call run inside this block (``gen_ai.tool.call.id`` of its span).
+
+    A class, not a generator: it runs on every tool call of a turn, traced or not.
+    """
+
+    def __init__(self, call_id: str | None) -> None:
+        self._call_id = call_id
+        self._token: Token[str | None] | None = None
+
+    def __enter__(self) -> None:
+        self._token = _TOOL_CALL_ID.set(self._call_id)
+
+    def __exit__(self, *_: object) -> None:
+        if self._token is not None:
+            _TOOL_CALL_ID.reset(self._token)
 
 
 def current_tool_call_id() -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry import trace
@@ -18,8 +19,8 @@ from kernel_setup.tracing import build_tracing
 from kernel_setup.tracing_settings import TracingExporter, TracingSettings
 from tests.tracing_support import all_attribute_text, named, parent_of, span_id, traced_settings
 
-ORDER = {"pump_id": "PUMP-007", "priority": "urgent", "summary": "Inspect DE bearing; 9.4 mm/s zone D"}
-GUARDED = {"Agent": {"WritesAskedFor": False}}
+ORDER: dict[str, Any] = {"pump_id": "PUMP-007", "priority": "urgent", "summary": "Inspect DE bearing; 9.4 mm/s zone D"}
+GUARDED: dict[str, Any] = {"Agent": {"WritesAskedFor": False}}
 
 
 async def read(app: AppContext) -> None:
@@ -83,7 +84,7 @@ async def test_an_approval_is_a_span_with_its_id_requester_approver_args_hash_an
     assert parent_of(proposal) is None and parent_of(execution) == span_id(approval)
     assert proposal.attributes is not None and proposal.attributes["pumpops.tool.outcome"] == "pending_approval"
     assert execution.attributes is not None and execution.attributes["pumpops.tool.outcome"] == "ok"
-    row = rows[execution.attributes["pumpops.audit.id"]]  # the row the write's own transaction appended
+    row = rows[int(str(execution.attributes["pumpops.audit.id"]))]  # the row the write's own transaction appended
     assert (row.function, row.row_hash) == ("work_orders-create_work_order", execution.attributes["pumpops.audit.hash"])
     assert row.detail is not None and approval_id in row.detail
     assert "Inspect DE bearing" not in all_attribute_text(spans)

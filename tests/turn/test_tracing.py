@@ -64,9 +64,8 @@ async def test_a_two_tool_turn_is_one_invoke_agent_span_with_two_chat_spans_and_
     assert (second["gen_ai.usage.input_tokens"], second["gen_ai.usage.output_tokens"]) == (300, 12)
     assert first["gen_ai.response.finish_reasons"] == ("stop",)
     # Order in the turn: the first model call, then its two tools, then the answering model call.
-    assert (
-        chats[0].end_time <= min(t.start_time for t in tools) and max(t.end_time for t in tools) <= chats[1].start_time
-    )
+    times = [(s.start_time or 0, s.end_time or 0) for s in (chats[0], *tools, chats[1])]
+    assert times[0][1] <= min(start for start, _ in times[1:3]) and max(end for _, end in times[1:3]) <= times[3][0]
     assert sorted(t.name for t in tools) == [
         "execute_tool assets-get_pump_details",
         "execute_tool assets-get_system_summary",
