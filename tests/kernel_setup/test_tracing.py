@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from semantic_kernel.functions import KernelArguments
 
@@ -129,3 +132,43 @@ def test_the_console_exporter_and_an_otlp_endpoint_build_a_provider_that_is_not_
         assert tracing.enabled and tracing.provider is not None
         tracing.shutdown()
     assert trace.get_tracer_provider() is before
+
+
+class _Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP collector on 127.0.0.1 that keeps what it receives."""
+
+    received: ClassVar[list[tuple[str, str, bytes]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.received.append((self.path, self.headers["Content-Type"], body))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_the_otlp_exporter_sends_the_spans_to_the_configured_endpoint_when_the_app_closes() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        tracing = build_tracing(TracingSettings(enabled=True, endpoint=endpoint, service_name="pumps-test"))
+        with tracing.span("execute_tool assets-get_pump_details", {"pumpops.audit.id": 7}):
+            pass
+        tracing.shutdown()  # flushes the batch
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    [(path, content_type, body)] = _Collector.received
+    assert (path, content_type) == ("/v1/traces", "application/x-protobuf")
+    request = ExportTraceServiceRequest.FromString(body)
+    [resource_spans] = request.resource_spans
+    service = {a.key: a.value.string_value for a in resource_spans.resource.attributes}["service.name"]
+    [span] = [s for scope in resource_spans.scope_spans for s in scope.spans]
+    assert (service, span.name) == ("pumps-test", "execute_tool assets-get_pump_details")
