@@ -142,6 +142,8 @@ class Tracing:
                     yield span
             else:
                 yield span
+        except GeneratorExit:
+            raise  # a turn's event stream closed early: not a failure
         except BaseException as exc:
             mark_error(span, exc, include_message=self.include_content)
             raise

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +18,7 @@ from tests.tracing_support import all_attribute_text, named, parent_of, span_id,
 from turn.events import ToolCallStarted, TurnEvent
 from turn.factory import runner_for
 
+REPO = Path(__file__).resolve().parents[2]
 QUESTION = "Details of PUMP-007 and the system summary?"
 # The model's own moves only: no policy adds a read around them.
 MODEL_ONLY = {"StatusQuestions": False, "FollowUpCalls": False, "ClaimCheck": False}
@@ -108,3 +113,51 @@ async def test_with_include_content_the_arguments_results_question_and_answer_ar
     [agent] = named(spans, "invoke_agent")
     assert agent.attributes is not None and QUESTION in str(agent.attributes["gen_ai.input.messages"])
     assert "9.4 mm/s" in str(agent.attributes["gen_ai.output.messages"])
+
+
+SK_DIAGNOSTICS_RUN = """
+import asyncio, json, sys
+from pathlib import Path
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from kernel_setup import open_app
+from tests.fakes.ollama import ScriptedOllama, call, reply
+from tests.tracing_support import traced_settings
+from turn.factory import runner_for
+
+async def main() -> None:
+    exporter = InMemorySpanExporter()
+    fake = ScriptedOllama([reply(tool_calls=[call("assets-get_system_summary")]), reply("All quiet.")])
+    settings = traced_settings(Path(sys.argv[1]), Agent={"StatusQuestions": False, "FollowUpCalls": False})
+    async with open_app(settings, chat_transport=fake.transport(), span_exporter=exporter) as app:
+        await runner_for(app).run("The system summary?")
+    spans = exporter.get_finished_spans()
+    print(json.dumps(sorted([s.name, s.instrumentation_scope.name] for s in spans)))
+
+asyncio.run(main())
+"""
+
+
+def test_semantic_kernels_own_diagnostics_switched_on_add_no_span_to_the_trace(tmp_path: Path) -> None:
+    # SK reads these variables when it is imported, so the turn runs in a process started with them set.
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS": "true",
+        "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE": "true",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SK_DIAGNOSTICS_RUN, str(tmp_path)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [
+        ["chat qwen2.5:7b-instruct", "pumpops"],
+        ["chat qwen2.5:7b-instruct", "pumpops"],
+        ["execute_tool assets-get_system_summary", "pumpops"],
+        ["invoke_agent pumpops", "pumpops"],
+    ]
