@@ -88,6 +88,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/local_model_bench.py
 	$(BIN)/python bench/routing_bench.py
 	$(BIN)/python bench/import_bench.py
+	$(BIN)/python bench/tracing_bench.py
 	@command -v mosquitto >/dev/null || test -x /usr/sbin/mosquitto || \
 		echo "bench: no mosquitto (Debian: apt-get install mosquitto); the MQTT figures use amqtt, a Python broker"
 	$(BIN)/python bench/telemetry_bench.py

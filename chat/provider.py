@@ -168,6 +168,11 @@ class AutoChatCompletion(ChatCompletionClientBase):
         self._resolve = resolve
         self._build = build
 
+    @property
+    def chosen(self) -> ChatCompletionClientBase | None:
+        """The service of the chosen provider, once the first request chose it."""
+        return None if self._backend is None else self._backend.service
+
     async def backend(self) -> ChatBackend:
         """The chosen backend (probing on first use)."""
         if self._backend is None:

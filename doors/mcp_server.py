@@ -24,7 +24,7 @@ import json
 import logging
 import socket
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from dataclasses import replace
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -41,6 +41,7 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
 from mcp.shared.message import SessionMessage
+from opentelemetry.trace import Span, SpanKind
 from semantic_kernel.functions import KernelArguments
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -59,6 +60,7 @@ from kernel_setup.direct_calls import pumpops_cause, resolve_function, tool_defi
 from kernel_setup.errors import ToolCallError
 from kernel_setup.filters.audit import STATUS_KEY
 from kernel_setup.local_identity import local_caller
+from kernel_setup.tracing import ERROR_TYPE, JSONRPC_REQUEST_ID, MCP_METHOD, MCP_SESSION_ID, TOOL_NAME, continued
 from plugins.declarations import traits_of
 
 logger = logging.getLogger(__name__)
@@ -117,13 +119,28 @@ class PumpOpsMcpServer(Server[None, Any]):
                 principal=label, session=session, door="mcp"
             )
         params = request.params
-        with acting_as(call):
+        with acting_as(call), self._traced(params, call.session, context.request_id) as span:
             result = await self.call(params.name, params.arguments, (params.model_extra or {}).get(MALFORMED_KEY))
+            if span is not None and result.isError:
+                span.set_attribute(ERROR_TYPE, "tool_error")
         return types.ServerResult(result)
 
     def _local_caller(self, session: ServerSession) -> CallContext:
         """A local client's caller: the OS user running this server, the client's own name as an asserted label."""
         return replace(local_caller(self._app.settings, "mcp"), label=f"mcp:{_client_name(session)}")
+
+    def _traced(
+        self, params: types.CallToolRequestParams, session: str | None, request_id: types.RequestId
+    ) -> AbstractContextManager[Span | None]:
+        """The call's server span (when tracing is on), a child of the client's ``_meta.traceparent`` when sent."""
+        tracing = self._app.tracing
+        if not tracing.enabled:
+            return nullcontext()
+        meta = None if params.meta is None else params.meta.model_dump(by_alias=True)
+        attributes = {MCP_METHOD: "tools/call", TOOL_NAME: params.name, JSONRPC_REQUEST_ID: str(request_id)}
+        if session is not None:
+            attributes[MCP_SESSION_ID] = session
+        return tracing.span(f"tools/call {params.name}", attributes, context=continued(meta), kind=SpanKind.SERVER)
 
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, malformed: Mapping[str, Any] | None = None

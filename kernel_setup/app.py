@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx
 import ollama
@@ -20,15 +21,18 @@ from governance import ApprovalStore
 from governance.audit_log import AuditLog, AuditOutcome
 from governance.identity import CallContext
 from governance.roles import Proof
+from kernel_setup.approval_tracing import TracedApprovalService
 from kernel_setup.approvals import ApprovalService
 from kernel_setup.errors import SettingsError
 from kernel_setup.filters import validate_arguments
 from kernel_setup.filters.approval import POLICY_APPROVER, ApprovalGate, check_policy
 from kernel_setup.filters.audit import AuditFilter
 from kernel_setup.filters.outcome import track_outcome
+from kernel_setup.filters.tracing import TraceFilter
 from kernel_setup.filters.turn_guard import stop_repeated_calls
 from kernel_setup.manuals import document_index
 from kernel_setup.settings import OllamaSettings, Settings
+from kernel_setup.tracing import Tracing, build_tracing
 from memory import DocumentIndex, Embedder
 from plugins import AlarmsPlugin, AssetsPlugin, SensorsPlugin
 from plugins.docs import DocsPlugin
@@ -38,6 +42,9 @@ from twin import AlarmService, AssetService, SensorService
 from twin.freshness import Clock, Staleness, utc_now
 from twin.sample_fleet import load_sample_fleet
 from twin.work_orders import WorkOrderService
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 STARTUP = CallContext(principal="pumpops", door="startup", proof=Proof.SERVICE)
 """Who the audit row of a start is recorded as."""
@@ -64,10 +71,15 @@ class AppContext:
     work_orders: WorkOrderService
     approval_store: ApprovalStore
     kernel: Kernel = field(default_factory=Kernel)
+    tracing: Tracing = field(default_factory=Tracing.off)
 
     @property
     def approvals(self) -> ApprovalService:
         """The supervisor's approvals service (list, approve, reject) on this app's kernel."""
+        if self.tracing.enabled:  # each decision is also a pumpops.approval span
+            return TracedApprovalService(
+                self.approval_store, self.kernel, self.settings.approval, self.audit, tracing=self.tracing
+            )
         return ApprovalService(self.approval_store, self.kernel, self.settings.approval, self.audit)
 
 
@@ -81,7 +93,8 @@ def ollama_client(settings: OllamaSettings, transport: httpx.AsyncBaseTransport 
 def add_pumpops_filters(kernel: Kernel, app: AppContext) -> Kernel:
     """Install the filters every invocation passes, outermost first; a kernel that has them keeps them as they are.
 
-    Audit, outcome tracking, argument check, approval gate; plus the loop guard for model calls.
+    Audit, outcome tracking, argument check, approval gate; plus the loop guard for model calls. With tracing on,
+    the ``execute_tool`` span filter goes first, around the audit filter.
 
     Raises:
         SettingsError: ``kernel`` already carries the filters of another app (another audit trail).
@@ -94,6 +107,8 @@ def add_pumpops_filters(kernel: Kernel, app: AppContext) -> Kernel:
                 "add the plugins of one app per kernel."
             )
         return kernel
+    if app.tracing.enabled:
+        kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, TraceFilter(app.tracing))
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, AuditFilter(app.audit, record_reads=app.settings.audit.enabled))
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, track_outcome)
     kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, validate_arguments)
@@ -144,6 +159,7 @@ async def open_app(
     manuals: DocumentIndex | None = None,
     warn: Callable[[str], None] = _to_stderr,
     clock: Clock = utc_now,
+    span_exporter: SpanExporter | None = None,
 ) -> AsyncIterator[AppContext]:
     """Open the database (created, migrated and, when empty, loaded with the sample fleet) and build the kernel.
 
@@ -152,7 +168,9 @@ async def open_app(
     (one open index per local Qdrant folder). The manuals index opens Qdrant and loads the model only
     when first searched. ``warn`` receives one line per write that `Approval.Policy` lets run without
     approval (default: stderr); each such start is also recorded in the audit trail. ``clock`` is the time a latest
-    reading's age is measured against (`Telemetry.StaleAfterSeconds`; tests pass their own).
+    reading's age is measured against (`Telemetry.StaleAfterSeconds`; tests pass their own). ``span_exporter``
+    replaces the exporter `Tracing.Exporter` names (tests pass an in-memory one); with `Tracing.Enabled` false no
+    tracer provider is built at all.
 
     Raises:
         SettingsError: `Approval.Policy` names a plugin or function the kernel does not have.
@@ -161,6 +179,7 @@ async def open_app(
     owned = manuals is None
     manuals = manuals or document_index(settings, embedder)
     staleness = Staleness(settings.telemetry.stale_after_seconds, clock)
+    tracing = build_tracing(settings.tracing, span_exporter)
     try:
         app = AppContext(
             settings=settings,
@@ -173,6 +192,7 @@ async def open_app(
             manuals=manuals,
             work_orders=WorkOrderService(db),
             approval_store=ApprovalStore(db),
+            tracing=tracing,
         )
         app.kernel = build_kernel(app)
         unapproved = check_policy(settings.approval, app.kernel, source=settings.source)
@@ -184,6 +204,7 @@ async def open_app(
         if owned:
             await manuals.close()
         await db.close()
+        tracing.shutdown()
 
 
 async def _announce_unapproved_writes(app: AppContext, names: list[str], warn: Callable[[str], None]) -> None:

@@ -18,6 +18,7 @@ from kernel_setup.mcp_auth_settings import McpAuthSettings
 from kernel_setup.plant_settings import AlarmSettings, PlantSettings, TelemetrySettings, TriageSettings
 from kernel_setup.settings_sections import Section as _Section
 from kernel_setup.settings_sections import alias as _alias
+from kernel_setup.tracing_settings import TracingSettings
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])"  # a DNS name, an IPv4 address or a bracketed IPv6 one
@@ -209,6 +210,7 @@ class Settings(_Section):
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     alarms: AlarmSettings = Field(default_factory=AlarmSettings)
     triage: TriageSettings = Field(default_factory=TriageSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _source: str = PrivateAttr(default="built-in defaults")
 

@@ -28,6 +28,7 @@ from governance.identity import current_call
 from kernel_setup.arguments import ToolArgumentError, coerce_arguments
 from kernel_setup.filters.outcome import CallOutcome, tracking
 from kernel_setup.shaping import result_text
+from kernel_setup.tracing import calling
 from plugins.declarations import traits_of
 from turn.events import ToolCallRecord
 from turn.messages import approval_id_of, arguments_of, call_summary, is_json_object
@@ -127,7 +128,7 @@ class ToolCalls:
             text = json.dumps({"error": rejection})
         else:
             scratch = ChatHistory()
-            with tracking(outcome):
+            with tracking(outcome), calling(call.id):
                 stopped = await self._kernel.invoke_function_call(
                     function_call=call,
                     chat_history=scratch,

@@ -20,6 +20,7 @@ def runner_for(app: AppContext) -> TurnRunner:
         execution_settings=backend.execution_settings,
         rejections=app.audit,
         num_ctx=backend.num_ctx,
+        tracing=app.tracing,
     )
 
 

@@ -19,26 +19,18 @@ sentence excuses an all-clear in the first).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import reduce
 from typing import Any
 
-import httpx
-import ollama
 from semantic_kernel import Kernel
 from semantic_kernel.connectors.ai.chat_completion_client_base import ChatCompletionClientBase
-from semantic_kernel.connectors.ai.function_choice_behavior import FunctionChoiceBehavior
 from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecutionSettings
 from semantic_kernel.contents import AuthorRole, ChatHistory
 from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.function_call_content import FunctionCallContent
-from semantic_kernel.contents.streaming_chat_message_content import StreamingChatMessageContent
-from semantic_kernel.exceptions import KernelException, ServiceException
 
-from chat.response_format import with_response_format
 from checks.evidence import Evidence
 from checks.scope import REFUSAL, domain_words
 from governance.audit_log import RejectionRecorder
@@ -46,6 +38,7 @@ from governance.identity import CallContext, acting_as
 from kernel_setup.filters.turn_guard import TurnGuard, guarding
 from kernel_setup.settings import AgentSettings
 from kernel_setup.shaping import STATUS_QUESTION, fence, new_marker, system_prompt, truncate
+from kernel_setup.tracing import Tracing
 from turn.acting import Settled, TurnFacts, settle_answer
 from turn.calls import ToolCalls
 from turn.errors import ChatServiceError
@@ -69,10 +62,11 @@ from turn.messages import (
     refenced,
     tool_message,
 )
+from turn.model_calls import ModelCalls
 from turn.policies import TurnPolicies, request_text
 from turn.sessions import SessionStore, new_session_id, trim_history
 from turn.structured import structured_answer
-from turn.tokens import count_usage, estimate_tokens
+from turn.tracing import TURN_SPAN, finish_turn, turn_attributes
 from turn.units import Conversion, asked_conversions
 
 
@@ -109,14 +103,14 @@ class TurnRunner:
         execution_settings: PromptExecutionSettings,
         rejections: RejectionRecorder | None = None,
         num_ctx: int | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self._kernel = kernel
-        self._service = service
+        self._tracing = tracing or Tracing.off()
+        self._model = ModelCalls(kernel, service, execution_settings, num_ctx, self._tracing)
         self._agent = agent
         self._sessions = sessions
-        self._execution_settings = execution_settings
         self._calls = ToolCalls(kernel, rejections)
-        self._num_ctx = num_ctx
         self._policies = TurnPolicies(
             status_questions=agent.status_questions,
             claim_check=agent.claim_check,
@@ -144,7 +138,7 @@ class TurnRunner:
         principal: str | CallContext = "operator",
         door: str = "chat",
     ) -> AsyncIterator[TurnEvent]:
-        """Run a turn, yielding events as they happen; the last event is `TurnFinished`.
+        """Run a turn, yielding events as they happen (the last is `TurnFinished`); traced as ``invoke_agent``.
 
         ``principal`` is the door's caller (a `CallContext`, its door used and ``door`` ignored), or a bare name
         for an unproven caller of ``door`` (an integrator's code).
@@ -153,6 +147,15 @@ class TurnRunner:
             ChatServiceError: the model service failed; the message says what to do.
         """
         session_id = session or new_session_id()
+        caller = principal if isinstance(principal, CallContext) else CallContext(principal=principal, door=door)
+        attributes = turn_attributes(self._tracing, question, session_id, caller.audit_name, caller.door)
+        with self._tracing.span(TURN_SPAN, attributes) as span:
+            async for event in self._turn(question, session_id, caller):
+                if span is not None and isinstance(event, TurnFinished):
+                    finish_turn(span, self._tracing, event.result)
+                yield event
+
+    async def _turn(self, question: str, session_id: str, caller: CallContext) -> AsyncIterator[TurnEvent]:
         turn = _Turn(session=session_id, marker=new_marker(), deadline=time.monotonic() + self._agent.deadline_seconds)
         turn.conversions = asked_conversions(question)
         chat = await self._history(session_id, turn.marker)
@@ -163,7 +166,6 @@ class TurnRunner:
         chat.add_message(user := ChatMessageContent(role=AuthorRole.USER, content=question))
         new_messages: list[ChatMessageContent] = [user]
         guard = TurnGuard()
-        caller = principal if isinstance(principal, CallContext) else CallContext(principal=principal, door=door)
         with acting_as(replace(caller, session=session_id)), guarding(guard):
             if opening := self._policies.opening_calls(question, self._kernel):
                 async for event in self._policy_round(opening, chat, new_messages, turn, note=STATUS_QUESTION):
@@ -189,7 +191,7 @@ class TurnRunner:
             last = number == self._agent.max_model_calls
             yield ModelCallStarted(number)
             try:
-                message, held = await self._held_model_call(chat, with_tools=not last, turn=turn)
+                message, held = await self._model.held(chat, with_tools=not last, turn=turn)
             except TimeoutError:
                 turn.degraded_reason = f"deadline of {self._agent.deadline_seconds:g} s reached"
                 return
@@ -236,20 +238,6 @@ class TurnRunner:
                 turn.degraded_reason = (
                     f"model call limit of {self._agent.max_model_calls} reached; the last call had no tools"
                 )
-
-    async def _held_model_call(
-        self, chat: ChatHistory, *, with_tools: bool, turn: _Turn, schema: Mapping[str, Any] | None = None
-    ) -> tuple[ChatMessageContent, list[TextDelta]]:
-        """One model call's message and its text, held back: shown only once the answer has passed its checks."""
-        message: ChatMessageContent | None = None
-        held: list[TextDelta] = []
-        async for item in self._model_call(chat, with_tools=with_tools, turn=turn, schema=schema):
-            if isinstance(item, TextDelta):
-                held.append(item)
-            else:
-                message = item
-        assert message is not None
-        return message, held
 
     async def _policy_rounds(
         self,
@@ -336,7 +324,7 @@ class TurnRunner:
             return None
         chat.add_message(ChatMessageContent(role=AuthorRole.USER, content=request))
         try:
-            message, _ = await self._held_model_call(chat, with_tools=False, turn=turn, schema=schema)
+            message, _ = await self._model.held(chat, with_tools=False, turn=turn, schema=schema)
         except (TimeoutError, ChatServiceError):
             return None
         return message.content
@@ -347,40 +335,6 @@ class TurnRunner:
             texts.append(metadata.description or "")
             texts.extend(p.description or "" for p in metadata.parameters)
         return texts
-
-    async def _model_call(
-        self, chat: ChatHistory, *, with_tools: bool, turn: _Turn, schema: Mapping[str, Any] | None = None
-    ) -> AsyncIterator[TextDelta | ChatMessageContent]:
-        settings = self._execution_settings.model_copy(deep=True)
-        if schema is not None:
-            settings = with_response_format(settings, schema)
-        settings.function_choice_behavior = FunctionChoiceBehavior.Auto(auto_invoke=False) if with_tools else None
-        chunks: list[StreamingChatMessageContent] = []
-        sent_estimate = estimate_tokens("".join(str(m.content or "") + items_text(m) for m in chat.messages))
-        try:
-            async with asyncio.timeout(max(0.0, turn.deadline - time.monotonic())):
-                async for batch in self._service.get_streaming_chat_message_contents(
-                    chat, settings, kernel=self._kernel
-                ):
-                    for chunk in batch:
-                        chunks.append(chunk)
-                        if chunk.content and not any(isinstance(i, FunctionCallContent) for i in chunk.items):
-                            yield TextDelta(chunk.content)
-        except TimeoutError:
-            raise
-        except (ServiceException, KernelException, ollama.ResponseError, httpx.HTTPError, OSError, ValueError) as exc:
-            raise ChatServiceError.of(exc) from exc
-        turn.usage.model_calls += 1
-        if not chunks:
-            yield ChatMessageContent(role=AuthorRole.ASSISTANT, content="")
-            return
-        message = reduce(lambda a, b: a + b, chunks)
-        written = estimate_tokens((message.content or "") + items_text(message))
-        truncated = count_usage(
-            turn.usage, (message.metadata or {}).get("usage"), sent_estimate, written, self._num_ctx
-        )
-        turn.degraded_reason = turn.degraded_reason or truncated
-        yield ChatMessageContent(role=AuthorRole.ASSISTANT, items=list(message.items), metadata=message.metadata)
 
     async def _run_calls(
         self,

@@ -44,6 +44,7 @@ from kernel_setup.arguments import ToolArgumentError
 from kernel_setup.errors import SettingsError
 from kernel_setup.filters.audit import AUDITED_KEY, DETAIL_KEY, STATUS_KEY
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
+from kernel_setup.tracing import note_audit_row
 from plugins.declarations import check_write, traits_of
 
 POLICY_APPROVER = "policy:allow"
@@ -112,7 +113,7 @@ def audit_hook(
         return None
 
     async def hook(conn: aiosqlite.Connection, result: str) -> None:
-        await audit.record_in(
+        row = await audit.record_in(
             conn,
             function=function.fully_qualified_name,
             arguments=arguments,
@@ -121,6 +122,7 @@ def audit_hook(
             detail=detail if outcome is AuditOutcome.OK else f"{detail}; refused: {_reason(result)}",
             result_text=result,
         )
+        note_audit_row(row)  # the execute_tool span, when traced, names the row
 
     return hook
 

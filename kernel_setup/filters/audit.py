@@ -20,6 +20,7 @@ from semantic_kernel.functions.function_result import FunctionResult
 
 from governance.audit_log import AuditLog, AuditOutcome
 from kernel_setup.arguments import ToolArgumentError
+from kernel_setup.tracing import note_audit_row
 from plugins.declarations import traits_of
 
 STATUS_KEY = "pumpops_status"
@@ -88,7 +89,7 @@ class AuditFilter:
         *,
         result: FunctionResult | None = None,
     ) -> None:
-        await self._log.record(
+        row = await self._log.record(
             function=context.function.fully_qualified_name,
             arguments=arguments,
             outcome=outcome,
@@ -97,6 +98,7 @@ class AuditFilter:
             duration_ms=(time.perf_counter() - started) * 1000,
             result_text=None if result is None or result.value is None else str(result.value),
         )
+        note_audit_row(row)  # the execute_tool span, when traced, names the row
 
 
 def _outcome_of(result: FunctionResult | None) -> tuple[AuditOutcome, str | None]:
