@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from governance import CheckedWrite, Grant, Precondition, PreconditionError, complete, redeem, refuse
 from storage import Database
 from twin.errors import InvalidInputError, NotFoundError
-from twin.identifiers import normalize_alarm_id, normalize_pump_id, trimmed_text
+from twin.identifiers import ALARM, exact_record_id, normalize_alarm_id, normalize_pump_id, trimmed_text
 from twin.models import Severity
 from twin.preconditions import Fetch, in_transaction
 
@@ -188,9 +188,9 @@ def canonical_acknowledgement(alarm_id: str, note: str) -> tuple[str, str]:
     """The alarm id and note as an acknowledgement stores them: the one validation of proposal and `acknowledge`.
 
     Raises:
-        InvalidInputError: not an alarm id, or a note outside 1-500 characters.
+        InvalidInputError: not an alarm id written as one (`exact_record_id`), or a note outside 1-500 characters.
     """
-    return normalize_alarm_id(alarm_id), _check_note(note)
+    return exact_record_id(alarm_id, ALARM, name="alarm_id", listing="alarms-list_alarms"), _check_note(note)
 
 
 def _check_note(note: str) -> str:

@@ -124,6 +124,30 @@ def normalize_pump_id(raw: str) -> str:
     return canonical_record_id(value, PUMP) or value
 
 
+def exact_record_id(raw: str, kind: RecordKind, *, name: str, listing: str) -> str:
+    """The canonical id a write names: the id's own form in any case, spaces around it or zeros dropped ignored.
+
+    A parked write binds its exact arguments and a supervisor approves what they read, so a write never takes a
+    spelling a reader resolves for itself (``pump 7``, ``P7``, ``7``): ``pump-007``, `` PUMP-7 `` and ``PUMP-007``
+    are ``PUMP-007``; ``pump 7`` is refused, naming the id it would be. ``name`` is the argument, ``listing`` the
+    tool that lists valid ids.
+
+    Raises:
+        InvalidInputError: anything but the prefix, an optional hyphen and a number.
+    """
+    text = raw.strip()
+    match = re.fullmatch(rf"{re.escape(kind.prefix)}-?0*(\d{{1,8}})", text, re.IGNORECASE)
+    if match is not None and len(text) <= MAX_ID_LENGTH and int(match.group(1)) > 0:
+        return kind.canonical(int(match.group(1)))
+    example = kind.canonical(7)
+    meant = canonical_record_id(text, kind) if len(text) <= MAX_ID_LENGTH else None
+    meant = None if meant == kind.canonical(0) else meant
+    hint = f" If you mean {meant}, call again with {name}='{meant}'." if meant else f" Call {listing} to see valid ids."
+    raise InvalidInputError(
+        f"{name}={raw[:80]!r} is not written as an id; a write names it exactly, like '{example}'.{hint}"
+    )
+
+
 def normalize_alarm_id(raw: str) -> str:
     """An alarm id, canonical when ``raw`` spells one (``alarm 3``, ``ALM-3`` are ``ALM-0003``), else upper-cased.
 

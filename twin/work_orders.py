@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from governance import CheckedWrite, Grant, Precondition, PreconditionError, complete, redeem, refuse
 from storage import Database
 from twin.errors import NotFoundError
-from twin.identifiers import normalize_pump_id, trimmed_text
+from twin.identifiers import PUMP, exact_record_id, normalize_pump_id, trimmed_text
 from twin.preconditions import Fetch, in_transaction, pump_in_service, require_pump_in_service
 
 MAX_WORK_ORDERS_LISTED = 50
@@ -83,9 +83,10 @@ def canonical_order(pump_id: str, summary: str) -> tuple[str, str]:
     """The pump id and summary in the form a work order stores them: the one validation of a proposal and `create`.
 
     Raises:
-        InvalidInputError: not a pump id, or a summary outside 5-500 characters.
+        InvalidInputError: not a pump id written as one (`exact_record_id`), or a summary outside 5-500 characters.
     """
-    return normalize_pump_id(pump_id), check_summary(summary)
+    pump = exact_record_id(pump_id, PUMP, name="pump_id", listing="assets-list_pumps")
+    return pump, check_summary(summary)
 
 
 def order_preconditions(pump_id: str, summary: str) -> tuple[Precondition, ...]:
