@@ -11,9 +11,9 @@ from governance.identity import CallContext
 from governance.roles import Role
 
 GRANT_HINT = (
-    'Roles are granted in appsettings.json under Identity.Roles, e.g. "Identity": {{"Roles": {{"{name}": '
-    '["{role}"]}}}} (or PUMPOPS_Identity__Roles=\'{{"{name}": ["{role}"]}}\'); over HTTP, use a token created '
-    "with `pumpops tokens create NAME --role {role}`."
+    "An administrator grants roles in the settings file under Identity.Roles, e.g. "
+    '"Identity": {{"Roles": {{"{name}": ["{role}"]}}}}; over HTTP, with a token created by '
+    "`pumpops tokens create NAME --role {role}`."
 )
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from enum import Enum
 
-from governance.principals import principal_key
-
 
 class Role(str, Enum):
     """What a principal may do."""
@@ -46,11 +44,13 @@ class Proof(str, Enum):
 def roles_for(name: str, assignments: Mapping[str, Iterable[Role]], default: Iterable[Role]) -> frozenset[Role]:
     """The roles of the principal ``name``: ``default`` plus what ``assignments`` give it.
 
-    Names are compared as `principal_key` compares them (case, width and look-alike letters ignored).
+    A role is granted to the exact name it was assigned to (spaces around it aside): ``Alice``, or ``alice``
+    spelled with a Cyrillic a, is not ``alice``. Comparing loosely is right for refusing (four eyes:
+    `principal_key`) and wrong for granting, where a name someone can choose (a token name, a JWT claim) would
+    inherit another's roles.
     """
-    key = principal_key(name)
     granted = set(default)
     for assigned, roles in assignments.items():
-        if principal_key(assigned) == key:
+        if assigned.strip() == name:
             granted.update(roles)
     return frozenset(granted)

@@ -23,6 +23,7 @@ from governance import (
     ApprovalStore,
     DecisionOutcome,
     Grant,
+    args_hash,
     granting,
     same_principal,
     show_hidden,
@@ -93,7 +94,9 @@ class ApprovalService:
         except PumpOpsError as exc:
             await self._audit_decision("approvals-approve", approval_id, who, AuditOutcome.DENIED, str(exc))
             raise
-        await self._audit_decision("approvals-approve", approval.id, who, AuditOutcome.OK, approval.function)
+        await self._audit_decision(
+            "approvals-approve", approval.id, who, AuditOutcome.OK, approval.function, decided=approval
+        )
         if approval.status is ApprovalStatus.EXECUTED or function is None:
             return _decision(approval, ran=False)
         hook = audit_hook(self._audit, function, approval.arguments, f"{approval.id} approved by {who.audit_name}")
@@ -179,15 +182,28 @@ class ApprovalService:
         except PumpOpsError as exc:
             await self._audit_decision("approvals-reject", approval_id, who, AuditOutcome.DENIED, str(exc))
             raise
-        await self._audit_decision("approvals-reject", approval.id, who, AuditOutcome.OK, reason)
+        await self._audit_decision("approvals-reject", approval.id, who, AuditOutcome.OK, reason, decided=approval)
         return approval
 
     async def _audit_decision(
-        self, function: str, approval_id: str, who: CallContext, outcome: AuditOutcome, detail: str
+        self,
+        function: str,
+        approval_id: str,
+        who: CallContext,
+        outcome: AuditOutcome,
+        detail: str,
+        *,
+        decided: Approval | None = None,
     ) -> None:
-        await self._audit.record(
-            function=function, arguments={"approval_id": approval_id}, outcome=outcome, call=who, detail=detail
-        )
+        """One audit row per decision or refusal.
+
+        A decision's row binds, in the hash chain, the approval to the decider's proof (how the door knew who
+        decided) and to the hash of the exact arguments it lets run.
+        """
+        arguments: dict[str, str] = {"approval_id": approval_id, "proof": who.proof.value}
+        if decided is not None:
+            arguments["args_hash"] = args_hash(decided.function, decided.arguments)
+        await self._audit.record(function=function, arguments=arguments, outcome=outcome, call=who, detail=detail)
 
 
 def _shown(approval_id: str) -> str:

@@ -11,7 +11,7 @@ from semantic_kernel import Kernel
 from semantic_kernel.exceptions import KernelInvokeException
 from semantic_kernel.functions import KernelArguments, kernel_function
 
-from governance import ApprovalError, ApprovalRequiredError, ApprovalStore, DecisionOutcome, Grant
+from governance import ApprovalError, ApprovalRequiredError, ApprovalStore, DecisionOutcome, Grant, args_hash
 from governance.identity import CallContext, acting_as
 from kernel_setup import AppContext, load_settings, open_app
 from plugins.alarms import AlarmsPlugin
@@ -409,3 +409,24 @@ async def test_spelling_variants_of_one_intent_are_one_approval_parked_in_canoni
         replay = await propose(app, **{**ORDER, "pump_id": "Pump-007"})
         assert replay["replayed"] is True and replay["work_order_id"] == done.result["work_order_id"]
         assert await count(app, "wo") == 1
+
+
+async def test_a_decisions_audit_row_binds_the_approval_to_the_deciders_proof_and_the_arguments_hash(
+    tmp_path: Path,
+) -> None:
+    async with open_app(settings_for(tmp_path)) as app:
+        approved = (await propose(app))["approval_id"]
+        rejected = (await propose(app, **{**ORDER, "summary": "Replace the mechanical seal"}))["approval_id"]
+        await app.approvals.approve(approved, supervisor("bob"))
+        await app.approvals.reject(rejected, supervisor("bob"), "not needed")
+        rows = await app.db.fetch_all(
+            "SELECT function, arguments FROM audit_log WHERE function LIKE 'approvals-%' ORDER BY id"
+        )
+        for row, approval_id in zip(rows, (approved, rejected), strict=True):
+            parked = await app.approvals.get(approval_id)
+            assert json.loads(row["arguments"]) == {
+                "approval_id": approval_id,
+                "proof": "os_user",
+                "args_hash": args_hash(parked.function, parked.arguments),
+            }
+        assert await chain_ok(app)

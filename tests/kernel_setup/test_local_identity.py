@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from governance.errors import PrincipalError
-from governance.roles import Proof, Role
+from governance.roles import Proof, Role, roles_for
 from kernel_setup import load_settings
 from kernel_setup.local_identity import local_caller, os_user, service_caller
 from kernel_setup.settings import Settings
@@ -33,10 +33,17 @@ def test_the_principal_is_the_os_account_not_the_user_variables_a_caller_can_set
     assert caller.roles == {Role.OPERATOR} and caller.has(Role.OPERATOR) and not caller.has(Role.SUPERVISOR)
 
 
-def test_roles_come_from_identity_roles_for_the_os_user_compared_as_names_are(tmp_path: Path) -> None:
-    settings = settings_with(tmp_path, Roles={os_user().upper(): ["supervisor", "auditor"]})
+def test_roles_come_from_identity_roles_for_the_os_user_named_exactly(tmp_path: Path) -> None:
+    settings = settings_with(tmp_path, Roles={os_user(): ["supervisor", "auditor"]})
     caller = local_caller(settings, "approvals")
     assert caller.roles == {Role.OPERATOR, Role.SUPERVISOR, Role.AUDITOR} and caller.has(Role.SUPERVISOR)
+
+
+@pytest.mark.parametrize("name", ["ALICE", "Alice", "\uff41lice", "\u0430lice"])
+def test_a_role_is_not_granted_to_a_name_that_only_looks_like_the_one_it_was_assigned_to(name: str) -> None:
+    assignments = {"alice": [Role.SUPERVISOR]}
+    assert roles_for(name, assignments, [Role.OPERATOR]) == {Role.OPERATOR}
+    assert roles_for("alice", assignments, [Role.OPERATOR]) == {Role.OPERATOR, Role.SUPERVISOR}
 
 
 def test_a_typed_name_is_refused_saying_how_to_allow_it_unless_it_names_the_os_user(tmp_path: Path) -> None:

@@ -22,6 +22,6 @@ def test_the_audit_commands_refuse_an_os_user_without_the_auditor_role_and_audit
     with sqlite3.connect(tmp_path / "audit.db") as db:
         rows = db.execute("SELECT principal, function, outcome FROM audit_log WHERE door = 'cli'").fetchall()
     assert rows == [(os_user(), "audit-tail", "denied")]
-    granted = {"PUMPOPS_Identity__Roles": json.dumps({os_user(): ["auditor"]})}  # as the refusal says
+    granted = {"PUMPOPS_Identity__Roles": json.dumps({os_user(): ["auditor"]})}
     verify = run_pumpops(settings, "audit", "verify", env=granted)
     assert verify.returncode == 0 and "Audit chain intact" in verify.stdout, verify.stderr
