@@ -1,4 +1,5 @@
-"""The batcher: writes when a batch is full, when its oldest reading waited long enough, and on close."""
+"""The batcher: writes when a batch is full (in the background, taking all held), when its oldest reading waited
+long enough, and on close."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ async def test_a_full_batch_is_written_at_once(db: Database) -> None:
     batcher = Batcher(ReadingStore(db), batch_size=3, flush_seconds=3600, on_stored=heard)
     for k in range(5):
         await batcher.put(at(k))
+    await batcher.wait_idle()
     assert await live_count(db) == 3
     assert [len(b.inserted) for b in heard.batches] == [3]
     assert (batcher.stored, batcher.held) == (3, 2)
@@ -105,6 +107,7 @@ async def test_a_failed_batch_is_logged_and_written_at_the_next_flush(
     with caplog.at_level(logging.ERROR, logger="telemetry.batching"):
         await batcher.put(at(0))
         await batcher.put(at(1))
+        await batcher.wait_idle()
     assert "could not write 2 readings; trying once more" in caplog.text
     assert (await live_count(db), batcher.held) == (0, 2)
     await accept_readings(db)
@@ -134,6 +137,7 @@ async def test_a_failing_listener_is_logged_and_writing_goes_on(db: Database, ca
     with caplog.at_level(logging.ERROR, logger="telemetry.batching"):
         await batcher.put(at(0))
         await batcher.put(at(1))
+        await batcher.wait_idle()
     assert caplog.text.count("handling 1 stored readings failed") == 2
     assert await live_count(db) == 2
 
