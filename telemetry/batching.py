@@ -11,8 +11,10 @@ Rules:
 - Writes never overlap: one transaction at a time, batches in the order their readings were taken.
 - A batch the store fails to write is logged and tried once more at the next write; failing again, it is
   dropped with an error naming how many readings were lost. Nothing is dropped without a log line.
-- ``on_stored`` hears every written batch (the telemetry service passes the inserted readings to the alarm
-  rules); its failure is logged and does not undo or stop the writing.
+- ``on_stored`` hears every written batch, in the order written, one call at a time (the telemetry service
+  passes the inserted readings to the alarm rules); it runs while the next batch is written, and a write
+  waits for the call before it to end, so at most one is behind. Its failure is logged and does not undo or
+  stop the writing. `wait_idle` and `close` return once every written batch has been heard.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class Batcher:
         self._wake = asyncio.Event()
         self._taken = asyncio.Event()  # set whenever a write takes the held readings (a waiting source goes on)
         self._writer: asyncio.Task[None] | None = None
+        self._hearing: asyncio.Task[None] | None = None  # ``on_stored`` of the last written batch
         self._closed = False
         self.stored = 0
         """Readings written so far."""
@@ -86,9 +89,10 @@ class Batcher:
             await self._taken.wait()
 
     async def wait_idle(self) -> None:
-        """Wait until no write started by `put` is in flight (what it wrote has been reported to ``on_stored``)."""
+        """Wait until no write started by `put` is in flight and ``on_stored`` has heard every written batch."""
         while self._writer is not None:
             await asyncio.shield(self._writer)
+        await self._heard()
 
     async def run(self) -> None:
         """Write held readings once the oldest has waited ``flush_seconds``; return when `close` is called."""
@@ -116,6 +120,7 @@ class Batcher:
         self._taken.set()
         await self.wait_idle()
         await self.flush()
+        await self._heard()
 
     async def flush(self) -> None:
         """Write a pending retry, then what is held now, each as its own transaction (after any write in flight)."""
@@ -161,10 +166,22 @@ class Batcher:
         if result.inserted:
             self.writes += 1
         if self._on_stored is not None:
-            try:
-                await self._on_stored(result)
-            except Exception:
-                # The boundary between storing and what reacts to it: the batch is written; a failing listener
-                # (the alarm rules) is logged and must not stop live data from being stored.
-                logger.exception("handling %d stored readings failed", len(result.inserted))
+            await self._heard()  # one call at a time, in the order written
+            self._hearing = asyncio.create_task(self._tell(self._on_stored, result), name="telemetry-on-stored")
         return True
+
+    async def _heard(self) -> None:
+        """Wait until the ``on_stored`` call of the last written batch (if any) has ended."""
+        while (hearing := self._hearing) is not None:
+            await asyncio.shield(hearing)
+            if self._hearing is hearing:
+                self._hearing = None
+
+    @staticmethod
+    async def _tell(on_stored: OnStored, result: StoredBatch) -> None:
+        try:
+            await on_stored(result)
+        except Exception:
+            # The boundary between storing and what reacts to it: the batch is written; a failing listener
+            # (the alarm rules) is logged and must not stop live data from being stored.
+            logger.exception("handling %d stored readings failed", len(result.inserted))

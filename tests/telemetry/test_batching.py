@@ -56,6 +56,37 @@ async def test_a_full_batch_is_written_at_once(db: Database) -> None:
     assert (batcher.stored, batcher.held) == (3, 2)
 
 
+async def test_readings_arriving_while_a_write_is_in_flight_all_go_into_the_next_write(db: Database) -> None:
+    heard = Heard()
+    batcher = Batcher(ReadingStore(db), batch_size=2, flush_seconds=3600, on_stored=heard)
+    for k in range(7):  # the first two start a write; the five after it arrive while it is in flight
+        await batcher.put(at(k))
+    await batcher.wait_idle()
+    assert [len(b.inserted) for b in heard.batches] == [2, 5]
+    assert (await live_count(db), batcher.writes, batcher.held) == (7, 2, 0)
+
+
+async def test_a_source_waits_once_ten_batches_are_held_and_goes_on_when_the_write_takes_them(db: Database) -> None:
+    batcher = Batcher(ReadingStore(db), batch_size=2, flush_seconds=3600)
+
+    async def source() -> None:
+        for k in range(30):
+            await batcher.put(at(k))
+
+    async with db.transaction():  # the database is busy: the first write (two readings) waits for it
+        feeding = asyncio.create_task(source())
+        for _ in range(1000):  # bounded: the source needs only a few turns of the loop to fill up
+            if batcher.held >= 20:
+                break
+            await asyncio.sleep(0)
+        for _ in range(10):  # more turns: a source that did not wait would go on filling
+            await asyncio.sleep(0)
+        assert (batcher.held, feeding.done()) == (20, False)
+    await asyncio.wait_for(feeding, WAIT_S)
+    await batcher.close()
+    assert await live_count(db) == 30
+
+
 async def test_a_batch_is_written_once_its_oldest_reading_waited_flush_seconds(db: Database) -> None:
     heard = Heard()
     batcher = Batcher(ReadingStore(db), batch_size=1000, flush_seconds=0.05, on_stored=heard)
