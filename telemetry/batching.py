@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 OnStored = Callable[[StoredBatch], Awaitable[None]]
 
-MAX_HELD_BATCHES = 10
+MAX_HELD_BATCHES = 20
 """A source waits once this many ``batch_size`` batches' worth of readings are held (a write being in flight)."""
 
 

@@ -118,10 +118,10 @@ class ReadingStore:
 
     def _rows(self, readings: Sequence[Reading]) -> tuple[list[tuple[str, str, float]], list[Reading], int]:
         """The known readings' rows (sensor id, stored time, value) and readings, in arrival order; how many unknown."""
-        sensor_id_of = self._sensor_ids.get
+        sensor_ids = self._sensor_ids
+        sensor_id_of = sensor_ids.get
         stamps: dict[datetime, str] = {}  # readings of one moment share a timestamp: format it once
         rows: list[tuple[str, str, float]] = []
-        known: list[Reading] = []
         unknown = 0
         for reading in readings:
             sensor_id = sensor_id_of((reading.pump_id, reading.sensor_type))
@@ -133,8 +133,9 @@ class ReadingStore:
             if at is None:
                 at = stamps[moment] = format_ts(moment)
             rows.append((sensor_id, at, reading.value))
-            known.append(reading)
-        return rows, known, unknown
+        if not unknown:
+            return rows, list(readings), 0
+        return rows, [r for r in readings if (r.pump_id, r.sensor_type) in sensor_ids], unknown
 
     async def _refresh(self) -> bool:
         """Read the sensor list again; True when it changed."""

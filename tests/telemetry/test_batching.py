@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from storage import Database
-from telemetry.batching import Batcher
+from telemetry.batching import MAX_HELD_BATCHES, Batcher
 from twin.alarm_rules import AlarmRules
 from twin.alarms import AlarmService
 from twin.models import SensorType
@@ -66,25 +66,28 @@ async def test_readings_arriving_while_a_write_is_in_flight_all_go_into_the_next
     assert (await live_count(db), batcher.writes, batcher.held) == (7, 2, 0)
 
 
-async def test_a_source_waits_once_ten_batches_are_held_and_goes_on_when_the_write_takes_them(db: Database) -> None:
+async def test_a_source_waits_once_max_held_batches_are_held_and_goes_on_when_a_write_takes_them(db: Database) -> None:
     batcher = Batcher(ReadingStore(db), batch_size=2, flush_seconds=3600)
 
+    bound = 2 * MAX_HELD_BATCHES
+    total = bound + 10
+
     async def source() -> None:
-        for k in range(30):
+        for k in range(total):
             await batcher.put(at(k))
 
     async with db.transaction():  # the database is busy: the first write (two readings) waits for it
         feeding = asyncio.create_task(source())
         for _ in range(1000):  # bounded: the source needs only a few turns of the loop to fill up
-            if batcher.held >= 20:
+            if batcher.held >= bound:
                 break
             await asyncio.sleep(0)
         for _ in range(10):  # more turns: a source that did not wait would go on filling
             await asyncio.sleep(0)
-        assert (batcher.held, feeding.done()) == (20, False)
+        assert (batcher.held, feeding.done()) == (bound, False)
     await asyncio.wait_for(feeding, WAIT_S)
     await batcher.close()
-    assert await live_count(db) == 30
+    assert await live_count(db) == total
 
 
 async def test_a_batch_is_written_once_its_oldest_reading_waited_flush_seconds(db: Database) -> None:
