@@ -36,6 +36,7 @@ from twin.timestamps import format_ts, parse_ts
 logger = logging.getLogger(__name__)
 
 ORIGIN = "telemetry"
+_RANK = {severity: severity.rank for severity in Severity}
 _ZONE_SEVERITY = {Zone.A: Severity.LOW, Zone.B: Severity.MEDIUM, Zone.C: Severity.HIGH, Zone.D: Severity.CRITICAL}
 
 
@@ -93,11 +94,14 @@ class AlarmRules:
         self._clear_after = timedelta(seconds=clear_after_seconds)
         self._deadband = deadband_percent / 100.0
         self._levels = {
-            sensor: sorted(((Severity(name), value) for name, value in named.items()), key=lambda lv: lv[0].rank)
+            SensorType(sensor): sorted(
+                ((Severity(name), value) for name, value in named.items()), key=lambda lv: lv[0].rank
+            )
             for sensor, named in levels.items()
         }
-        self._sensors: dict[tuple[str, str], _Sensor] = {}
-        self._states: dict[tuple[str, str], _State] = {}
+        # Keyed on (pump id, sensor type member): a member hashes faster than its ``.value`` is read.
+        self._sensors: dict[tuple[str, SensorType], _Sensor] = {}
+        self._states: dict[tuple[str, SensorType], _State] = {}
 
     async def start(self) -> None:
         """Load the sensors (thresholds, directions, pump classes) and the active alarms this engine raised."""
@@ -118,20 +122,27 @@ class AlarmRules:
                 alarm_id=row["alarm_id"],
                 dirty=False,
             )
-            self._states.setdefault((alarm.pump_id, alarm.sensor_type.value), _State()).alarm = alarm
+            self._states.setdefault((alarm.pump_id, alarm.sensor_type), _State()).alarm = alarm
 
     async def observe(self, readings: Sequence[Reading]) -> list[str]:
         """Apply the rules to readings (oldest first); write what changed in one transaction; return new alarm ids."""
-        if any((r.pump_id, r.sensor_type.value) not in self._sensors for r in readings):
-            await self._load_sensors()  # a sensor imported while running
         changed: dict[int, _Alarm] = {}
-        foreign: dict[tuple[str, str], bool] = {}
+        foreign: dict[tuple[str, SensorType], bool] = {}
+        reloaded = False
         for reading in readings:
-            key = (reading.pump_id, reading.sensor_type.value)
+            key = (reading.pump_id, reading.sensor_type)
             sensor = self._sensors.get(key)
             if sensor is None:
-                continue
-            state = self._states.setdefault(key, _State())
+                if reloaded:
+                    continue
+                await self._load_sensors()  # a sensor imported while running: the list is read once a batch
+                reloaded = True
+                sensor = self._sensors.get(key)
+                if sensor is None:
+                    continue
+            state = self._states.get(key)
+            if state is None:
+                state = self._states[key] = _State()
             if state.last_at is not None and reading.at < state.last_at:
                 continue
             state.last_at = reading.at
@@ -151,7 +162,7 @@ class AlarmRules:
         return await self._write(list(changed.values()))
 
     async def _maybe_raise(
-        self, state: _State, sensor: _Sensor, reading: Reading, foreign: dict[tuple[str, str], bool]
+        self, state: _State, sensor: _Sensor, reading: Reading, foreign: dict[tuple[str, SensorType], bool]
     ) -> bool:
         """Track a sensor without an alarm of ours; raise when it has been beyond long enough. True if raised."""
         if not _beyond(reading.value, sensor.threshold, sensor.direction):
@@ -161,7 +172,7 @@ class AlarmRules:
             state.beyond_since = reading.at
         if reading.at - state.beyond_since < self._raise_after:
             return False
-        key = (reading.pump_id, reading.sensor_type.value)
+        key = (reading.pump_id, reading.sensor_type)
         # An active alarm of another origin (imported, loaded) stands for this sensor: no second alarm. Checked
         # once per batch and sensor, only when a raise is due, so the common path reads nothing.
         if key not in foreign:
@@ -198,10 +209,10 @@ class AlarmRules:
                 state.inside_since = None
             return
         state.inside_since = None
-        if not _beyond(reading.value, sensor.threshold, sensor.direction):
-            return  # inside the deadband: neither clearing nor worse
+        if alarm.severity is Severity.CRITICAL or not _beyond(reading.value, sensor.threshold, sensor.direction):
+            return  # at the top already, or inside the deadband: neither clearing nor worse
         severity = self._severity(sensor, reading)
-        if severity.rank > alarm.severity.rank:
+        if _RANK[severity] > _RANK[alarm.severity]:
             alarm.severity = severity
             alarm.value = reading.value
             alarm.message = _message(reading, sensor, reading.at - alarm.raised_at)
@@ -213,7 +224,7 @@ class AlarmRules:
             return _ZONE_SEVERITY[assess(reading.value, sensor.machine_group, sensor.foundation).zone]
         reached = [
             severity
-            for severity, level in self._levels.get(reading.sensor_type.value, [])
+            for severity, level in self._levels.get(reading.sensor_type, [])
             if (reading.value >= level if sensor.direction is BadDirection.HIGH else reading.value <= level)
         ]
         return reached[-1] if reached else Severity.MEDIUM
@@ -230,7 +241,7 @@ class AlarmRules:
             "p.foundation FROM sensors s JOIN pumps p ON p.pump_id = s.pump_id"
         )
         self._sensors = {
-            (row["pump_id"], row["sensor_type"]): _Sensor(
+            (row["pump_id"], SensorType(row["sensor_type"])): _Sensor(
                 threshold=row["alarm_threshold"],
                 direction=BadDirection(row["bad_direction"]),
                 unit=row["unit"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter, itemgetter
 
 from storage import Database
 from twin.models import SensorType
@@ -74,25 +75,29 @@ class ReadingStore:
 
     async def store(self, readings: Sequence[Reading]) -> StoredBatch:
         """Write one batch in one transaction; return what was inserted (sorted by time) and what was dropped."""
-        keyed, unknown = self._key(readings)
+        rows, known, unknown = self._rows(readings)
         if unknown and await self._refresh():
-            keyed, unknown = self._key(readings)
-        rows = [(sensor_id, at, reading.value) for (sensor_id, at), reading in keyed.items()]
+            rows, known, unknown = self._rows(readings)
         if not rows:
-            return StoredBatch(inserted=[], duplicates=len(readings) - unknown, unknown=unknown)
+            return StoredBatch(inserted=[], duplicates=0, unknown=unknown)
         try:
-            # Optimistic: one executemany, the common case of a batch with no reading stored before.
+            # Optimistic: one executemany, the common case of a batch with no duplicate (stored or within it);
+            # the unique key ignores any, and a count short of the rows sends the batch down the careful path.
             async with self._db.transaction() as conn:
                 before = conn.total_changes
                 await conn.executemany(_INSERT, rows)
                 if conn.total_changes - before != len(rows):
                     raise _SomeStoredAlready
                 await conn.executemany(_LATEST, _newest(rows))
-            written: Iterable[tuple[str, str]] = keyed
+            inserted = sorted(known, key=_AT)
         except _SomeStoredAlready:
-            # Replayed readings (a source reconnecting): write again, learning which rows are new.
-            written = await self._store_returning(rows)
-        inserted = sorted((keyed[key] for key in written), key=_time)
+            # Replayed readings (a source reconnecting) or repeats within the batch: keep the first of each key,
+            # and write again, learning which rows are new.
+            keyed: dict[tuple[str, str], Reading] = {}
+            for row, reading in zip(rows, known, strict=True):
+                keyed.setdefault((row[0], row[1]), reading)
+            written = await self._store_returning([(key[0], key[1], reading.value) for key, reading in keyed.items()])
+            inserted = sorted((keyed[key] for key in written), key=_AT)
         return StoredBatch(inserted=inserted, duplicates=len(readings) - unknown - len(inserted), unknown=unknown)
 
     async def _store_returning(self, rows: list[tuple[str, str, float]]) -> set[tuple[str, str]]:
@@ -111,22 +116,26 @@ class ReadingStore:
             await conn.executemany(_LATEST, _newest([row for row in rows if (row[0], row[1]) in written]))
         return written
 
-    def _key(self, readings: Sequence[Reading]) -> tuple[dict[tuple[str, str], Reading], int]:
-        """The batch's known readings by (sensor id, stored time), first of a key kept; and how many are unknown."""
+    def _rows(self, readings: Sequence[Reading]) -> tuple[list[tuple[str, str, float]], list[Reading], int]:
+        """The known readings' rows (sensor id, stored time, value) and readings, in arrival order; how many unknown."""
         sensor_ids = self._sensor_ids
+        sensor_id_of = sensor_ids.get
         stamps: dict[datetime, str] = {}  # readings of one moment share a timestamp: format it once
-        keyed: dict[tuple[str, str], Reading] = {}
+        rows: list[tuple[str, str, float]] = []
         unknown = 0
         for reading in readings:
-            sensor_id = sensor_ids.get((reading.pump_id, reading.sensor_type))
+            sensor_id = sensor_id_of((reading.pump_id, reading.sensor_type))
             if sensor_id is None:
                 unknown += 1
                 continue
-            at = stamps.get(reading.at)
+            moment = reading.at
+            at = stamps.get(moment)
             if at is None:
-                at = stamps[reading.at] = format_ts(reading.at)
-            keyed.setdefault((sensor_id, at), reading)
-        return keyed, unknown
+                at = stamps[moment] = format_ts(moment)
+            rows.append((sensor_id, at, reading.value))
+        if not unknown:
+            return rows, list(readings), 0
+        return rows, [r for r in readings if (r.pump_id, r.sensor_type) in sensor_ids], unknown
 
     async def _refresh(self) -> bool:
         """Read the sensor list again; True when it changed."""
@@ -138,14 +147,9 @@ class ReadingStore:
 
 
 def _newest(rows: Iterable[tuple[str, str, float]]) -> list[tuple[str, str, float]]:
-    """Each sensor's newest row (sensor id, time, value)."""
-    newest: dict[str, tuple[str, str, float]] = {}
-    for row in rows:
-        held = newest.get(row[0])
-        if held is None or row[1] > held[1]:
-            newest[row[0]] = row
-    return list(newest.values())
+    """Each sensor's newest row (sensor id, time, value); of rows with one key (none here), the last."""
+    return list({row[0]: row for row in sorted(rows, key=_STAMP)}.values())
 
 
-def _time(reading: Reading) -> datetime:
-    return reading.at
+_AT = attrgetter("at")
+_STAMP = itemgetter(1)

@@ -1,4 +1,5 @@
-"""The batcher: writes when a batch is full, when its oldest reading waited long enough, and on close."""
+"""The batcher: writes when a batch is full (in the background, taking all held), when its oldest reading waited
+long enough, and on close."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from storage import Database
-from telemetry.batching import Batcher
+from telemetry.batching import MAX_HELD_BATCHES, Batcher
 from twin.alarm_rules import AlarmRules
 from twin.alarms import AlarmService
 from twin.models import SensorType
@@ -49,9 +50,44 @@ async def test_a_full_batch_is_written_at_once(db: Database) -> None:
     batcher = Batcher(ReadingStore(db), batch_size=3, flush_seconds=3600, on_stored=heard)
     for k in range(5):
         await batcher.put(at(k))
+    await batcher.wait_idle()
     assert await live_count(db) == 3
     assert [len(b.inserted) for b in heard.batches] == [3]
     assert (batcher.stored, batcher.held) == (3, 2)
+
+
+async def test_readings_arriving_while_a_write_is_in_flight_all_go_into_the_next_write(db: Database) -> None:
+    heard = Heard()
+    batcher = Batcher(ReadingStore(db), batch_size=2, flush_seconds=3600, on_stored=heard)
+    for k in range(7):  # the first two start a write; the five after it arrive while it is in flight
+        await batcher.put(at(k))
+    await batcher.wait_idle()
+    assert [len(b.inserted) for b in heard.batches] == [2, 5]
+    assert (await live_count(db), batcher.writes, batcher.held) == (7, 2, 0)
+
+
+async def test_a_source_waits_once_max_held_batches_are_held_and_goes_on_when_a_write_takes_them(db: Database) -> None:
+    batcher = Batcher(ReadingStore(db), batch_size=2, flush_seconds=3600)
+
+    bound = 2 * MAX_HELD_BATCHES
+    total = bound + 10
+
+    async def source() -> None:
+        for k in range(total):
+            await batcher.put(at(k))
+
+    async with db.transaction():  # the database is busy: the first write (two readings) waits for it
+        feeding = asyncio.create_task(source())
+        for _ in range(1000):  # bounded: the source needs only a few turns of the loop to fill up
+            if batcher.held >= bound:
+                break
+            await asyncio.sleep(0)
+        for _ in range(10):  # more turns: a source that did not wait would go on filling
+            await asyncio.sleep(0)
+        assert (batcher.held, feeding.done()) == (bound, False)
+    await asyncio.wait_for(feeding, WAIT_S)
+    await batcher.close()
+    assert await live_count(db) == total
 
 
 async def test_a_batch_is_written_once_its_oldest_reading_waited_flush_seconds(db: Database) -> None:
@@ -105,6 +141,7 @@ async def test_a_failed_batch_is_logged_and_written_at_the_next_flush(
     with caplog.at_level(logging.ERROR, logger="telemetry.batching"):
         await batcher.put(at(0))
         await batcher.put(at(1))
+        await batcher.wait_idle()
     assert "could not write 2 readings; trying once more" in caplog.text
     assert (await live_count(db), batcher.held) == (0, 2)
     await accept_readings(db)
@@ -134,6 +171,7 @@ async def test_a_failing_listener_is_logged_and_writing_goes_on(db: Database, ca
     with caplog.at_level(logging.ERROR, logger="telemetry.batching"):
         await batcher.put(at(0))
         await batcher.put(at(1))
+        await batcher.wait_idle()
     assert caplog.text.count("handling 1 stored readings failed") == 2
     assert await live_count(db) == 2
 
