@@ -278,7 +278,7 @@ def test_approvals_self_approval_is_refused_with_the_supervisor_command_and_anot
     assert f"you> /approve {apr}\nrefused: " in first
     assert (
         "AllowSelfApproval" in first
-        and f"other than the requester approves it with `pumpops approvals approve {apr}`" in first
+        and f"other than the requester approves it with `pumpops approvals approve {apr}`" in " ".join(first.split())
     )
 
     bob, bob_buffer = make_cli(settings)
