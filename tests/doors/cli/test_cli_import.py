@@ -6,6 +6,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from kernel_setup.local_identity import os_user
 from tests.cli_process import run_pumpops
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "plant"
@@ -24,7 +25,7 @@ def _rows(settings: Path, sql: str) -> list[tuple[object, ...]]:
 
 
 def test_import_prints_a_json_summary_per_record_kind_and_records_one_audit_row(tmp_path: Path) -> None:
-    settings = _settings(tmp_path)
+    settings = _settings(tmp_path, Identity={"AllowAssertedNames": True})
 
     result = run_pumpops(settings, "db", "import", str(EXAMPLE), "--json", "--as", "ops-admin")
 
@@ -44,7 +45,7 @@ def test_import_prints_a_json_summary_per_record_kind_and_records_one_audit_row(
     [(principal, door, effect, outcome, detail)] = _rows(
         settings, "SELECT principal, door, effect, outcome, detail FROM audit_log WHERE function = 'cli-import'"
     )
-    assert (principal, door, effect, outcome) == ("ops-admin", "cli", "write", "ok")
+    assert (principal, door, effect, outcome) == (f"{os_user()} (asserted: ops-admin)", "cli", "write", "ok")
     assert json.loads(str(detail))["pumps"] == {"read": 3, "added": 3}
     assert json.loads(str(detail))["work_orders"]["added"] == 3
     # The tools answer from the imported plant through the kernel, every filter applying.
