@@ -8,7 +8,9 @@ and audited (principal ``unknown``, door ``mcp-http``, the reason; never the tok
 
 Authentication is required once it is configured (the tokens file exists, or ``Mcp.Auth.Issuer`` is set)
 and always on a server listening on a non-loopback address. A loopback server with neither serves
-unauthenticated clients as before: principal ``mcp:<client name>``, proof NONE, which no decision accepts.
+unauthenticated clients as the OS user running the server (the only person a loopback client can be
+attributed to), with proof NONE and so no role: it can read and propose, never decide, and its proposals
+are the OS user's for four eyes and the pending limit. The client's self-chosen name is only a label.
 
 A request's identity is a `TokenUser` in the ASGI scope (``scope["user"]``); the SDK's session manager
 binds each MCP session to it, so another token cannot use the session, and `http_caller` turns it into
@@ -43,6 +45,7 @@ from governance.audit_log import AuditLog, AuditOutcome
 from governance.identity import CallContext
 from governance.roles import Proof, Role, roles_for
 from kernel_setup.identity_settings import IdentitySettings
+from kernel_setup.local_identity import os_user
 from kernel_setup.mcp_auth_settings import McpAuthSettings
 from kernel_setup.settings import Settings
 
@@ -89,7 +92,8 @@ def http_caller(request: object, *, label: str, session: str | None) -> CallCont
     """The `CallContext` of a request served over HTTP, or None for one that did not come over HTTP (stdio).
 
     A request with a `TokenUser` acts as the token's principal, with ``label`` (the client's name) beside it;
-    one without (an unauthenticated loopback server) acts as ``label`` with proof NONE and the operator role.
+    one without (an unauthenticated loopback server) acts as the OS user running the server with proof NONE
+    (no role counts) and ``label`` beside it: a client cannot pick the name four eyes and the pending limit compare.
     """
     scope = getattr(request, "scope", None)
     if not isinstance(scope, Mapping):
@@ -99,7 +103,7 @@ def http_caller(request: object, *, label: str, session: str | None) -> CallCont
         return CallContext(
             principal=user.principal, session=session, door="mcp", proof=user.proof, roles=user.roles, label=label
         )
-    return CallContext(principal=label, session=session, door="mcp", proof=Proof.NONE, roles=frozenset({Role.OPERATOR}))
+    return CallContext(principal=os_user(), session=session, door="mcp", proof=Proof.NONE, label=label)
 
 
 def request_caller(request: Request) -> CallContext:

@@ -15,7 +15,7 @@ over HTTP the Host and Origin headers are always checked (`transport_security`).
 Over stdio the client name is only a label beside the OS user. Over HTTP the principal is the bearer
 token's (`doors.mcp_auth`): a static API token's name or an OAuth subject, with the client's name beside it
 as an asserted label; a loopback server with no authentication configured serves unauthenticated clients
-as ``mcp:<client>`` with proof NONE.
+as the OS user running it with proof NONE (no role), the client's name only as a label.
 """
 
 from __future__ import annotations

@@ -31,8 +31,10 @@ from starlette.types import ASGIApp
 
 from doors.mcp_server import http_server
 from governance.api_tokens import TokenFile
+from governance.errors import SelfApprovalError
 from governance.roles import Role
 from kernel_setup import AppContext, load_settings, open_app
+from kernel_setup.local_identity import local_caller, os_user
 from tests.cli_process import run_pumpops
 
 RESOURCE = "https://pumps.example.com/mcp"
@@ -87,13 +89,14 @@ class Door:
         return self.tokens.create(name, roles)[1]
 
     @asynccontextmanager
-    async def client(self, token: str) -> AsyncIterator[ClientSession]:
-        """An initialized MCP session over streamable HTTP that sends ``token`` on every request."""
-        headers = {"Authorization": f"Bearer {token}"}
+    async def client(self, token: str | None, name: str = CLIENT.name) -> AsyncIterator[ClientSession]:
+        """An initialized MCP session over streamable HTTP named ``name`` that sends ``token`` (if any) every time."""
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        info = types.Implementation(name=name, version="1.0")
         async with (
             httpx.AsyncClient(headers=headers, timeout=WAIT) as http,
             streamable_http_client(f"{self.url}/mcp", http_client=http) as (read, write, _),
-            ClientSession(read, write, client_info=CLIENT) as session,
+            ClientSession(read, write, client_info=info) as session,
         ):
             await session.initialize()
             yield session
@@ -110,7 +113,8 @@ class Door:
 
 
 @asynccontextmanager
-async def http_door(tmp_path: Path) -> AsyncIterator[Door]:
+async def http_door(tmp_path: Path, *, auth: bool = True, **sections: Any) -> AsyncIterator[Door]:
+    """A door whose ``Mcp.Auth`` names the local issuer (``auth``; else nothing is configured) plus ``sections``."""
     key = rsa_key()
     public = {**jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key(), as_dict=True), "kid": KID, "use": "sig"}
 
@@ -119,10 +123,14 @@ async def http_door(tmp_path: Path) -> AsyncIterator[Door]:
 
     async with on_loopback(Starlette(routes=[Route("/.well-known/jwks.json", jwks)])) as issuer:
         settings_path = tmp_path / "appsettings.json"
-        auth = {"Issuer": issuer, "ResourceUri": RESOURCE, "TokensFile": "tokens.json"}
-        settings_path.write_text(
-            json.dumps({"Database": {"Path": "data/test.db"}, "Qdrant": {"Path": ":memory:"}, "Mcp": {"Auth": auth}})
-        )
+        mcp_auth = {"Issuer": issuer, "ResourceUri": RESOURCE} if auth else {}
+        document = {
+            "Database": {"Path": "data/test.db"},
+            "Qdrant": {"Path": ":memory:"},
+            "Mcp": {"Auth": {**mcp_auth, "TokensFile": "tokens.json"}},
+            **sections,
+        }
+        settings_path.write_text(json.dumps(document))
         async with open_app(load_settings(settings_path, env={})) as app:
             listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
@@ -294,3 +302,41 @@ def test_allow_remote_without_authentication_is_refused_at_start(tmp_path: Path)
     message = " ".join(result.stderr.split())
     assert "no authentication is configured" in message and "pumpops tokens create" in message
     assert "Mcp.Auth.Issuer" in message
+
+
+async def test_an_unauthenticated_loopback_client_acts_as_the_os_user_so_that_supervisor_cannot_approve_it(
+    tmp_path: Path,
+) -> None:
+    async with http_door(tmp_path, auth=False, Identity={"Roles": {os_user(): ["supervisor"]}}) as door:
+        async with door.client(None, name="someone-else") as session:
+            proposed = await session.call_tool("work_orders-create_work_order", ORDER)
+        assert proposed.structuredContent is not None, proposed.content
+        approval_id = proposed.structuredContent["approval_id"]
+        parked = await door.app.approvals.get(approval_id)
+        supervisor = local_caller(door.app.settings, "approvals")
+        with pytest.raises(SelfApprovalError):
+            await door.app.approvals.approve(approval_id, supervisor)
+        still = await door.app.approvals.get(approval_id)
+        rows = [r for r in await door.app.audit.tail(20) if r.door == "mcp"]
+
+    assert supervisor.has(Role.SUPERVISOR)
+    assert parked.requested_by == os_user()
+    assert still.status.value == "pending"
+    # the client's chosen name is only a label beside the OS user; unproven, so no role counts
+    assert {r.principal for r in rows} == {f"{os_user()} (asserted: mcp:someone-else)"}
+
+
+async def test_unauthenticated_loopback_clients_under_different_names_share_one_pending_limit(tmp_path: Path) -> None:
+    async with http_door(tmp_path, auth=False, Approval={"MaxPendingPerPrincipal": 1}) as door:
+        async with door.client(None, name="first") as session:
+            first = await session.call_tool("work_orders-create_work_order", ORDER)
+        async with door.client(None, name="second") as session:
+            second = await session.call_tool(
+                "work_orders-create_work_order", {**ORDER, "summary": "Replace the seal kit"}
+            )
+        pending = await door.app.approvals.list("pending", limit=10, offset=0)
+
+    assert first.structuredContent is not None and first.structuredContent["status"] == "pending_approval"
+    assert second.structuredContent is not None
+    assert (second.structuredContent["status"], second.structuredContent["limit"]) == ("denied", 1)
+    assert pending.total == 1
