@@ -137,6 +137,7 @@ def metadata_url(resource: str) -> str:
 @dataclass
 class _CachedTokens:
     stamp: tuple[int, int, int] | None
+    """The file's (mtime, size, inode) when read; None before the first read."""
     entries: list[ApiToken]
 
 
@@ -209,11 +210,18 @@ class Authenticator:
         jwks = settings.jwks()
         self.jwks = None if jwks is None else JwksCache(jwks, settings.jwks_cache_seconds)
         self._cached = _CachedTokens(stamp=None, entries=[])
+        self._required = remote or settings.issuer is not None or self.tokens.exists()
 
     @property
     def required(self) -> bool:
-        """Whether requests need a token: on a non-loopback address, or once a tokens file or issuer is configured."""
-        return self.remote or self.settings.issuer is not None or self.tokens.exists()
+        """Whether requests need a token: on a non-loopback address, or once a tokens file or issuer is configured.
+
+        Decided at start and only ever switched on: a tokens file created while the server runs turns tokens on
+        at once, but one deleted or made unreadable never turns them off (static tokens are then refused).
+        """
+        if not self._required and self.tokens.exists():
+            self._required = True
+        return self._required
 
     async def authenticate(self, authorization: str | None) -> TokenUser:
         """The caller proven by an ``Authorization`` header.
@@ -255,10 +263,21 @@ class Authenticator:
         """The tokens file's entries, read again only when the file changed (a revocation applies at once)."""
         try:
             status = self.tokens.path.stat()
-            stamp: tuple[int, int, int] | None = (status.st_mtime_ns, status.st_size, status.st_ino)
+            stamp = (status.st_mtime_ns, status.st_size, status.st_ino)
         except FileNotFoundError:
-            stamp = None
-        if stamp != self._cached.stamp or stamp is None:
+            # Fail closed: a missing file never opens the door (see `required`); it only accepts no static token.
+            raise AuthenticationRefused(
+                f"the tokens file {self.tokens.path} is missing, so no static token is accepted",
+                "The token is not valid.",
+            ) from None
+        except OSError as exc:
+            raise AuthenticationRefused(
+                f"the tokens file {self.tokens.path} cannot be read: {exc.strerror or exc}",
+                "The server cannot check tokens right now.",
+                error=None,
+                status=503,
+            ) from exc
+        if stamp != self._cached.stamp:
             try:
                 self._cached = _CachedTokens(stamp=stamp, entries=self.tokens.read())
             except TokenFileError as exc:

@@ -340,3 +340,31 @@ async def test_unauthenticated_loopback_clients_under_different_names_share_one_
     assert second.structuredContent is not None
     assert (second.structuredContent["status"], second.structuredContent["limit"]) == ("denied", 1)
     assert pending.total == 1
+
+
+async def test_deleting_the_tokens_file_of_a_running_server_refuses_every_request_instead_of_opening_the_door(
+    tmp_path: Path,
+) -> None:
+    tokens = TokenFile(tmp_path / "tokens.json")
+    token = tokens.create("ci-bot", [Role.OPERATOR])[1]
+    async with http_door(tmp_path, auth=False) as door:
+        before = await door.post("/mcp", token, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        tokens.path.unlink()
+        anonymous = await door.post("/mcp", None, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        former = await door.post("/mcp", token, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        rows = await denied_rows(door.app)
+
+    assert before.status_code != 401
+    assert (anonymous.status_code, former.status_code) == (401, 401)
+    assert [r.detail for r in rows][0] == "no bearer token"
+    assert rows[1].detail is not None and "tokens file" in rows[1].detail and "is missing" in rows[1].detail
+
+
+async def test_a_tokens_file_created_while_a_loopback_server_runs_turns_tokens_on_at_once(tmp_path: Path) -> None:
+    async with http_door(tmp_path, auth=False) as door:
+        open_before = await door.get("/approvals")
+        door.static("ci-bot", Role.OPERATOR)
+        after = await door.get("/approvals")
+
+    assert open_before.status_code == 403  # unauthenticated: through the door, refused by role
+    assert after.status_code == 401
