@@ -20,7 +20,7 @@ the `CallContext` of every tool call. The client's self-declared name is only th
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,6 +112,15 @@ def request_caller(request: Request) -> CallContext:
     if isinstance(user, TokenUser):
         return CallContext(principal=user.principal, door=DOOR, proof=user.proof, roles=user.roles)
     return CallContext(principal=UNKNOWN, door=DOOR)
+
+
+def token_roles(identity: IdentitySettings, principal: str, own: Iterable[Role]) -> frozenset[Role]:
+    """The roles of a token's principal, one rule for both kinds of token: a union, never a replacement.
+
+    ``Identity.DefaultRoles`` | ``Identity.Roles[principal]`` (names matched as `roles_for` matches them)
+    | ``own``, the token's own roles (the tokens file's for a static token, the role claim's for a JWT).
+    """
+    return roles_for(principal, identity.roles, identity.default_roles) | frozenset(own)
 
 
 def auth_configured(settings: Settings) -> bool:
@@ -252,11 +261,7 @@ class Authenticator:
             raise AuthenticationRefused(
                 f"static token {digest_match.name!r} was revoked at {digest_match.revoked_at}", "The token was revoked."
             )
-        roles = roles_for(
-            digest_match.name,
-            {**self.identity.roles, digest_match.name: digest_match.roles},
-            self.identity.default_roles,
-        )
+        roles = token_roles(self.identity, digest_match.name, digest_match.roles)
         return TokenUser(digest_match.name, Proof.TOKEN, roles, STATIC_ISSUER)
 
     def _token_entries(self) -> list[ApiToken]:
@@ -337,7 +342,7 @@ class Authenticator:
                 f"JWT {self.settings.principal_claim} is not a valid principal name", "The token is not valid."
             ) from exc
         claimed = _claimed_roles(claims.get(self.settings.role_claim) if self.settings.role_claim else None)
-        roles = roles_for(principal, {**self.identity.roles, principal: claimed}, self.identity.default_roles)
+        roles = token_roles(self.identity, principal, claimed)
         return TokenUser(principal, Proof.OAUTH, roles, self.settings.issuer)
 
     def metadata(self) -> dict[str, Any]:

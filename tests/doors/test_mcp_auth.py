@@ -29,11 +29,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from doors.mcp_auth import token_roles
 from doors.mcp_server import http_server
 from governance.api_tokens import TokenFile
 from governance.errors import SelfApprovalError
 from governance.roles import Role
 from kernel_setup import AppContext, load_settings, open_app
+from kernel_setup.identity_settings import IdentitySettings
 from kernel_setup.local_identity import local_caller, os_user
 from tests.cli_process import run_pumpops
 
@@ -368,3 +370,24 @@ async def test_a_tokens_file_created_while_a_loopback_server_runs_turns_tokens_o
 
     assert open_before.status_code == 403  # unauthenticated: through the door, refused by role
     assert after.status_code == 401
+
+
+def test_a_tokens_roles_are_the_default_roles_plus_the_identity_roles_of_its_name_plus_its_own() -> None:
+    identity = IdentitySettings.model_validate(
+        {"DefaultRoles": ["auditor"], "Roles": {"sam": ["supervisor"], "other": ["operator"]}}
+    )
+
+    assert token_roles(identity, "sam", [Role.OPERATOR]) == {Role.AUDITOR, Role.SUPERVISOR, Role.OPERATOR}
+    assert token_roles(identity, "sam", []) == {Role.AUDITOR, Role.SUPERVISOR}  # no claim takes a role away
+    assert token_roles(identity, "nobody", [Role.OPERATOR]) == {Role.AUDITOR, Role.OPERATOR}
+
+
+@pytest.mark.parametrize("kind", ["static", "jwt"])
+async def test_a_supervisor_role_from_identity_roles_is_kept_when_the_token_grants_only_operator(
+    tmp_path: Path, kind: str
+) -> None:
+    async with http_door(tmp_path, Identity={"Roles": {"sam": ["supervisor"]}}) as door:
+        token = door.static("sam", Role.OPERATOR) if kind == "static" else door.jwt("sam", roles=["operator"])
+        listing = await door.get("/approvals", token)
+
+    assert listing.status_code == 200, listing.text
