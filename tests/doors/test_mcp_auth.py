@@ -391,3 +391,41 @@ async def test_a_supervisor_role_from_identity_roles_is_kept_when_the_token_gran
         listing = await door.get("/approvals", token)
 
     assert listing.status_code == 200, listing.text
+
+
+async def test_the_approval_endpoints_check_the_role_first_and_audit_an_unknown_id_and_a_missing_reason(
+    tmp_path: Path,
+) -> None:
+    async with http_door(tmp_path) as door:
+        supervisor = door.static("sam", Role.SUPERVISOR)
+        operator = door.static("olivia", Role.OPERATOR)
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            bad_body_operator = await http.post(
+                f"{door.url}/approvals/APR-DEADBEEF/reject",
+                content=b"nope",
+                headers={"Authorization": f"Bearer {operator}"},
+            )
+            bad_body = await http.post(
+                f"{door.url}/approvals/APR-DEADBEEF/reject",
+                content=b"nope",
+                headers={"Authorization": f"Bearer {supervisor}"},
+            )
+        unknown = await door.post("/approvals/APR-DEADBEEF/approve", supervisor)
+        unknown_reject = await door.post("/approvals/APR-DEADBEEF/reject", supervisor, {"reason": "duplicate"})
+        rows = [r for r in await door.app.audit.tail(20) if r.door == "mcp-http"]
+        chain = await door.app.audit.check_chain()
+
+    assert [bad_body_operator.status_code, bad_body.status_code, unknown.status_code, unknown_reject.status_code] == [
+        403,
+        400,
+        404,
+        404,
+    ]
+    assert [(r.function, r.principal, r.outcome.value) for r in rows] == [
+        ("approvals-reject", "olivia", "denied"),
+        ("approvals-reject", "sam", "denied"),
+        ("approvals-approve", "sam", "denied"),
+        ("approvals-reject", "sam", "denied"),
+    ]
+    assert all(r.arguments == {"approval_id": "APR-DEADBEEF"} for r in rows)
+    assert chain.ok
