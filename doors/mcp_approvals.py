@@ -7,7 +7,8 @@ Approving is never a tool: these are plain HTTP endpoints beside ``/mcp``, behin
 - ``POST /approvals/{id}/approve``: approve and execute a parked write.
 - ``POST /approvals/{id}/reject`` with ``{"reason": "..."}``: reject it.
 
-Each needs a proven principal with the supervisor role (403 otherwise), and approving or rejecting needs a
+Each needs a proven principal with the supervisor role (403 otherwise, with ``WWW-Authenticate: Bearer
+error="insufficient_scope"`` as RFC 6750 §3.1 says), and approving or rejecting needs a
 principal other than the one who proposed the write (four eyes, 403, whatever ``Approval.AllowSelfApproval``
 says). The role is checked first, before the id or the body is looked at. Every refusal (403, an unknown id's
 404, a reject without a reason's 400) is audited as denied under door ``mcp-http``; decisions are audited by
@@ -116,7 +117,7 @@ async def _refuse_unless_supervisor(
     else:
         held = ", ".join(sorted(role.value for role in who.roles)) or "none"
         reason = f"{who.principal} holds the roles {held}; deciding or listing approvals needs the supervisor role."
-    return await _denied(app, who, function, arguments, 403, reason)
+    return _insufficient(await _denied(app, who, function, arguments, 403, reason))
 
 
 async def _refuse_unknown(
@@ -142,7 +143,15 @@ async def _denied(
 
 def _refusal(exc: PumpOpsError) -> JSONResponse:
     """A refused decision (already audited by the service): 403 for a missing role or four eyes, else 409."""
-    return _problem(403 if isinstance(exc, RoleError | SelfApprovalError) else 409, str(exc))
+    if isinstance(exc, RoleError):
+        return _insufficient(_problem(403, str(exc)))
+    return _problem(403 if isinstance(exc, SelfApprovalError) else 409, str(exc))
+
+
+def _insufficient(response: JSONResponse) -> JSONResponse:
+    """A 403 for a missing role says so the RFC 6750 way: the token is valid but grants too little."""
+    response.headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope", scope="{Role.SUPERVISOR.value}"'
+    return response
 
 
 async def _reason(request: Request) -> str | None:

@@ -2,9 +2,10 @@
 
 The server is an OAuth 2.1 resource server as the MCP specification describes: every request to ``/mcp``
 and to the approval endpoints carries ``Authorization: Bearer <token>``; one without a valid token is
-answered 401 with ``WWW-Authenticate: Bearer ... resource_metadata="<origin>/.well-known/oauth-protected-resource"``
+answered 401 with ``WWW-Authenticate: Bearer ... resource_metadata="<origin>/.well-known/oauth-protected-resource/mcp"``
 and audited (principal ``unknown``, door ``mcp-http``, the reason; never the token). The metadata document
-(RFC 9728) is served at that address and at the path-suffixed form RFC 9728 §3.1 defines.
+(RFC 9728) is served at that path-inserted address (RFC 9728 §3.1, which the header points at) and at the
+origin's plain well-known path (for clients that try only that).
 
 Authentication is required once it is configured (the tokens file exists, or ``Mcp.Auth.Issuer`` is set)
 and always on a server listening on a non-loopback address. A loopback server with neither serves
@@ -138,9 +139,9 @@ def resource_uri(settings: McpAuthSettings, host: str, port: int) -> str:
 
 
 def metadata_url(resource: str) -> str:
-    """Where the protected resource metadata is served for ``resource``: its origin's well-known path."""
+    """Where the metadata of ``resource`` is: the well-known path inserted before its path (RFC 9728 §3.1)."""
     parts = urlsplit(resource)
-    return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}"
+    return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{parts.path.rstrip('/')}"
 
 
 @dataclass
@@ -354,7 +355,6 @@ class Authenticator:
         }
         if self.settings.issuer is not None:
             document["authorization_servers"] = [self.settings.issuer]
-            document["resource_signing_alg_values_supported"] = list(self.settings.algorithms)
         if self.settings.scopes:
             document["scopes_supported"] = list(self.settings.scopes)
         return document

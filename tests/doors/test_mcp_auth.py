@@ -41,7 +41,8 @@ from tests.cli_process import run_pumpops
 
 RESOURCE = "https://pumps.example.com/mcp"
 """The resource URI the door is configured with (as behind a TLS proxy): every JWT's audience must be it."""
-METADATA = "https://pumps.example.com/.well-known/oauth-protected-resource"
+METADATA = "https://pumps.example.com/.well-known/oauth-protected-resource/mcp"
+"""Where the 401's header points: the well-known path inserted before the resource's path (RFC 9728 §3.1)."""
 CLIENT = types.Implementation(name="ops-console", version="1.0")
 ORDER = {"pump_id": "PUMP-007", "priority": "high", "summary": "Grease the bearings"}
 WAIT = 30  # seconds: an upper bound on any exchange, never a synchronisation sleep
@@ -167,6 +168,7 @@ async def test_a_request_without_a_token_gets_401_pointing_at_the_published_reso
     assert document["resource"] == RESOURCE
     assert document["authorization_servers"] == [door.issuer]
     assert document["bearer_methods_supported"] == ["header"]
+    assert "resource_signing_alg_values_supported" not in document  # that describes signed responses, not tokens
     assert [(r.principal, r.door, r.outcome.value, r.detail) for r in rows] == [
         ("unknown", "mcp-http", "denied", "no bearer token")
     ]
@@ -243,6 +245,8 @@ async def test_an_operator_token_reads_and_proposes_as_itself_but_is_refused_on_
     assert proposed.structuredContent["status"] == "pending_approval"
     assert parked.requested_by == "olivia" and parked.status.value == "pending"
     assert (listing.status_code, approve.status_code, reject.status_code) == (403, 403, 403)
+    challenges = {r.headers.get("WWW-Authenticate") for r in (listing, approve, reject)}
+    assert challenges == {'Bearer error="insufficient_scope", scope="supervisor"'}
     assert "supervisor role" in approve.json()["error"]
     tool_rows = [r for r in rows if r.door == "mcp"]
     # the token's subject; the client's name only as an asserted label beside it
