@@ -433,3 +433,15 @@ async def test_the_approval_endpoints_check_the_role_first_and_audit_an_unknown_
     ]
     assert all(r.arguments == {"approval_id": "APR-DEADBEEF"} for r in rows)
     assert chain.ok
+
+
+def test_a_remote_bind_with_an_issuer_but_no_resource_uri_is_refused_at_start(tmp_path: Path) -> None:
+    settings = tmp_path / "appsettings.json"
+    auth = {"Issuer": "https://login.example.com"}
+    settings.write_text(
+        json.dumps({"Database": {"Path": "data/test.db"}, "Qdrant": {"Path": ":memory:"}, "Mcp": {"Auth": auth}})
+    )
+    result = run_pumpops(settings, "mcp", "--http", "--host", "0.0.0.0", "--allow-remote")
+    assert result.returncode == 2, result.stderr
+    message = " ".join(result.stderr.split())
+    assert "Mcp.Auth.ResourceUri" in message and "http://0.0.0.0:" in message
