@@ -7,9 +7,12 @@ Approving is never a tool: these are plain HTTP endpoints beside ``/mcp``, behin
 - ``POST /approvals/{id}/approve``: approve and execute a parked write.
 - ``POST /approvals/{id}/reject`` with ``{"reason": "..."}``: reject it.
 
-Each needs a proven principal with the supervisor role (403 otherwise), and approving or rejecting needs a
+Each needs a proven principal with the supervisor role (403 otherwise, with ``WWW-Authenticate: Bearer
+error="insufficient_scope"`` as RFC 6750 §3.1 says), and approving or rejecting needs a
 principal other than the one who proposed the write (four eyes, 403, whatever ``Approval.AllowSelfApproval``
-says). Every refusal is audited under door ``mcp-http``; decisions are audited by the service.
+says). The role is checked first, before the id or the body is looked at. Every refusal (403, an unknown id's
+404, a reject without a reason's 400) is audited as denied under door ``mcp-http``; decisions are audited by
+the service.
 """
 
 from __future__ import annotations
@@ -57,9 +60,10 @@ def approval_routes(app: AppContext) -> list[Route]:
     async def approve(request: Request) -> JSONResponse:
         who = request_caller(request)
         approval_id = request.path_params["approval_id"]
-        refused = await _refuse_unless_supervisor(app, who, "approvals-approve", {"approval_id": approval_id})
+        arguments = {"approval_id": approval_id}
+        refused = await _refuse_unless_supervisor(app, who, "approvals-approve", arguments)
         if refused is None:
-            refused = await _refuse_unknown(app, approval_id)
+            refused = await _refuse_unknown(app, who, "approvals-approve", arguments)
         if refused is not None:
             return refused
         try:
@@ -71,12 +75,21 @@ def approval_routes(app: AppContext) -> list[Route]:
     async def reject(request: Request) -> JSONResponse:
         who = request_caller(request)
         approval_id = request.path_params["approval_id"]
+        arguments = {"approval_id": approval_id}
+        refused = await _refuse_unless_supervisor(app, who, "approvals-reject", arguments)
+        if refused is not None:
+            return refused
         reason = await _reason(request)
         if reason is None:
-            return _problem(400, 'Send the reason as JSON, e.g. {"reason": "duplicate of WO-0003"}.')
-        refused = await _refuse_unless_supervisor(app, who, "approvals-reject", {"approval_id": approval_id})
-        if refused is None:
-            refused = await _refuse_unknown(app, approval_id)
+            return await _denied(
+                app,
+                who,
+                "approvals-reject",
+                arguments,
+                400,
+                'Send the reason as JSON, e.g. {"reason": "duplicate of WO-0003"}.',
+            )
+        refused = await _refuse_unknown(app, who, "approvals-reject", arguments)
         if refused is not None:
             return refused
         try:
@@ -104,22 +117,41 @@ async def _refuse_unless_supervisor(
     else:
         held = ", ".join(sorted(role.value for role in who.roles)) or "none"
         reason = f"{who.principal} holds the roles {held}; deciding or listing approvals needs the supervisor role."
-    await app.audit.record(function=function, arguments=arguments, outcome=AuditOutcome.DENIED, call=who, detail=reason)
-    return _problem(403, reason)
+    return _insufficient(await _denied(app, who, function, arguments, 403, reason))
 
 
-async def _refuse_unknown(app: AppContext, approval_id: str) -> JSONResponse | None:
-    """404 for an id that names no approval; the service decides everything else (roles, four eyes) and audits it."""
+async def _refuse_unknown(
+    app: AppContext, who: CallContext, function: str, arguments: dict[str, Any]
+) -> JSONResponse | None:
+    """404 (audited) for an id that names no approval; the service decides everything else and audits it."""
     try:
-        await app.approvals.get(approval_id)
+        await app.approvals.get(arguments["approval_id"])
     except ApprovalError as exc:
-        return _problem(404, str(exc))
+        return await _denied(app, who, function, arguments, 404, str(exc))
     return None
+
+
+async def _denied(
+    app: AppContext, who: CallContext, function: str, arguments: dict[str, Any], status: int, message: str
+) -> JSONResponse:
+    """A refusal the endpoint decides itself, audited as denied under the caller before it is answered."""
+    await app.audit.record(
+        function=function, arguments=arguments, outcome=AuditOutcome.DENIED, call=who, detail=message
+    )
+    return _problem(status, message)
 
 
 def _refusal(exc: PumpOpsError) -> JSONResponse:
     """A refused decision (already audited by the service): 403 for a missing role or four eyes, else 409."""
-    return _problem(403 if isinstance(exc, RoleError | SelfApprovalError) else 409, str(exc))
+    if isinstance(exc, RoleError):
+        return _insufficient(_problem(403, str(exc)))
+    return _problem(403 if isinstance(exc, SelfApprovalError) else 409, str(exc))
+
+
+def _insufficient(response: JSONResponse) -> JSONResponse:
+    """A 403 for a missing role says so the RFC 6750 way: the token is valid but grants too little."""
+    response.headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope", scope="{Role.SUPERVISOR.value}"'
+    return response
 
 
 async def _reason(request: Request) -> str | None:

@@ -2,13 +2,16 @@
 
 The server is an OAuth 2.1 resource server as the MCP specification describes: every request to ``/mcp``
 and to the approval endpoints carries ``Authorization: Bearer <token>``; one without a valid token is
-answered 401 with ``WWW-Authenticate: Bearer ... resource_metadata="<origin>/.well-known/oauth-protected-resource"``
+answered 401 with ``WWW-Authenticate: Bearer ... resource_metadata="<origin>/.well-known/oauth-protected-resource/mcp"``
 and audited (principal ``unknown``, door ``mcp-http``, the reason; never the token). The metadata document
-(RFC 9728) is served at that address and at the path-suffixed form RFC 9728 §3.1 defines.
+(RFC 9728) is served at that path-inserted address (RFC 9728 §3.1, which the header points at) and at the
+origin's plain well-known path (for clients that try only that).
 
 Authentication is required once it is configured (the tokens file exists, or ``Mcp.Auth.Issuer`` is set)
 and always on a server listening on a non-loopback address. A loopback server with neither serves
-unauthenticated clients as before: principal ``mcp:<client name>``, proof NONE, which no decision accepts.
+unauthenticated clients as the OS user running the server (the only person a loopback client can be
+attributed to), with proof NONE and so no role: it can read and propose, never decide, and its proposals
+are the OS user's for four eyes and the pending limit. The client's self-chosen name is only a label.
 
 A request's identity is a `TokenUser` in the ASGI scope (``scope["user"]``); the SDK's session manager
 binds each MCP session to it, so another token cannot use the session, and `http_caller` turns it into
@@ -18,7 +21,7 @@ the `CallContext` of every tool call. The client's self-declared name is only th
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,7 @@ from governance.audit_log import AuditLog, AuditOutcome
 from governance.identity import CallContext
 from governance.roles import Proof, Role, roles_for
 from kernel_setup.identity_settings import IdentitySettings
+from kernel_setup.local_identity import os_user
 from kernel_setup.mcp_auth_settings import McpAuthSettings
 from kernel_setup.settings import Settings
 
@@ -89,7 +93,8 @@ def http_caller(request: object, *, label: str, session: str | None) -> CallCont
     """The `CallContext` of a request served over HTTP, or None for one that did not come over HTTP (stdio).
 
     A request with a `TokenUser` acts as the token's principal, with ``label`` (the client's name) beside it;
-    one without (an unauthenticated loopback server) acts as ``label`` with proof NONE and the operator role.
+    one without (an unauthenticated loopback server) acts as the OS user running the server with proof NONE
+    (no role counts) and ``label`` beside it: a client cannot pick the name four eyes and the pending limit compare.
     """
     scope = getattr(request, "scope", None)
     if not isinstance(scope, Mapping):
@@ -99,7 +104,7 @@ def http_caller(request: object, *, label: str, session: str | None) -> CallCont
         return CallContext(
             principal=user.principal, session=session, door="mcp", proof=user.proof, roles=user.roles, label=label
         )
-    return CallContext(principal=label, session=session, door="mcp", proof=Proof.NONE, roles=frozenset({Role.OPERATOR}))
+    return CallContext(principal=os_user(), session=session, door="mcp", proof=Proof.NONE, label=label)
 
 
 def request_caller(request: Request) -> CallContext:
@@ -108,6 +113,15 @@ def request_caller(request: Request) -> CallContext:
     if isinstance(user, TokenUser):
         return CallContext(principal=user.principal, door=DOOR, proof=user.proof, roles=user.roles)
     return CallContext(principal=UNKNOWN, door=DOOR)
+
+
+def token_roles(identity: IdentitySettings, principal: str, own: Iterable[Role]) -> frozenset[Role]:
+    """The roles of a token's principal, one rule for both kinds of token: a union, never a replacement.
+
+    ``Identity.DefaultRoles`` | ``Identity.Roles[principal]`` (names matched as `roles_for` matches them)
+    | ``own``, the token's own roles (the tokens file's for a static token, the role claim's for a JWT).
+    """
+    return roles_for(principal, identity.roles, identity.default_roles) | frozenset(own)
 
 
 def auth_configured(settings: Settings) -> bool:
@@ -125,14 +139,15 @@ def resource_uri(settings: McpAuthSettings, host: str, port: int) -> str:
 
 
 def metadata_url(resource: str) -> str:
-    """Where the protected resource metadata is served for ``resource``: its origin's well-known path."""
+    """Where the metadata of ``resource`` is: the well-known path inserted before its path (RFC 9728 §3.1)."""
     parts = urlsplit(resource)
-    return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}"
+    return f"{parts.scheme}://{parts.netloc}{METADATA_PATH}{parts.path.rstrip('/')}"
 
 
 @dataclass
 class _CachedTokens:
     stamp: tuple[int, int, int] | None
+    """The file's (mtime, size, inode) when read; None before the first read."""
     entries: list[ApiToken]
 
 
@@ -205,11 +220,18 @@ class Authenticator:
         jwks = settings.jwks()
         self.jwks = None if jwks is None else JwksCache(jwks, settings.jwks_cache_seconds)
         self._cached = _CachedTokens(stamp=None, entries=[])
+        self._required = remote or settings.issuer is not None or self.tokens.exists()
 
     @property
     def required(self) -> bool:
-        """Whether requests need a token: on a non-loopback address, or once a tokens file or issuer is configured."""
-        return self.remote or self.settings.issuer is not None or self.tokens.exists()
+        """Whether requests need a token: on a non-loopback address, or once a tokens file or issuer is configured.
+
+        Decided at start and only ever switched on: a tokens file created while the server runs turns tokens on
+        at once, but one deleted or made unreadable never turns them off (static tokens are then refused).
+        """
+        if not self._required and self.tokens.exists():
+            self._required = True
+        return self._required
 
     async def authenticate(self, authorization: str | None) -> TokenUser:
         """The caller proven by an ``Authorization`` header.
@@ -240,21 +262,28 @@ class Authenticator:
             raise AuthenticationRefused(
                 f"static token {digest_match.name!r} was revoked at {digest_match.revoked_at}", "The token was revoked."
             )
-        roles = roles_for(
-            digest_match.name,
-            {**self.identity.roles, digest_match.name: digest_match.roles},
-            self.identity.default_roles,
-        )
+        roles = token_roles(self.identity, digest_match.name, digest_match.roles)
         return TokenUser(digest_match.name, Proof.TOKEN, roles, STATIC_ISSUER)
 
     def _token_entries(self) -> list[ApiToken]:
         """The tokens file's entries, read again only when the file changed (a revocation applies at once)."""
         try:
             status = self.tokens.path.stat()
-            stamp: tuple[int, int, int] | None = (status.st_mtime_ns, status.st_size, status.st_ino)
+            stamp = (status.st_mtime_ns, status.st_size, status.st_ino)
         except FileNotFoundError:
-            stamp = None
-        if stamp != self._cached.stamp or stamp is None:
+            # Fail closed: a missing file never opens the door (see `required`); it only accepts no static token.
+            raise AuthenticationRefused(
+                f"the tokens file {self.tokens.path} is missing, so no static token is accepted",
+                "The token is not valid.",
+            ) from None
+        except OSError as exc:
+            raise AuthenticationRefused(
+                f"the tokens file {self.tokens.path} cannot be read: {exc.strerror or exc}",
+                "The server cannot check tokens right now.",
+                error=None,
+                status=503,
+            ) from exc
+        if stamp != self._cached.stamp:
             try:
                 self._cached = _CachedTokens(stamp=stamp, entries=self.tokens.read())
             except TokenFileError as exc:
@@ -314,7 +343,7 @@ class Authenticator:
                 f"JWT {self.settings.principal_claim} is not a valid principal name", "The token is not valid."
             ) from exc
         claimed = _claimed_roles(claims.get(self.settings.role_claim) if self.settings.role_claim else None)
-        roles = roles_for(principal, {**self.identity.roles, principal: claimed}, self.identity.default_roles)
+        roles = token_roles(self.identity, principal, claimed)
         return TokenUser(principal, Proof.OAUTH, roles, self.settings.issuer)
 
     def metadata(self) -> dict[str, Any]:
@@ -326,7 +355,6 @@ class Authenticator:
         }
         if self.settings.issuer is not None:
             document["authorization_servers"] = [self.settings.issuer]
-            document["resource_signing_alg_values_supported"] = list(self.settings.algorithms)
         if self.settings.scopes:
             document["scopes_supported"] = list(self.settings.scopes)
         return document

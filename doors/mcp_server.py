@@ -15,7 +15,7 @@ over HTTP the Host and Origin headers are always checked (`transport_security`).
 Over stdio the client name is only a label beside the OS user. Over HTTP the principal is the bearer
 token's (`doors.mcp_auth`): a static API token's name or an OAuth subject, with the client's name beside it
 as an asserted label; a loopback server with no authentication configured serves unauthenticated clients
-as ``mcp:<client>`` with proof NONE.
+as the OS user running it with proof NONE (no role), the client's name only as a label.
 """
 
 from __future__ import annotations
@@ -75,6 +75,9 @@ INSTRUCTIONS = (
     "manuals. Results are compact JSON naming their subject; errors say how to recover. Writes are parked "
     "for a human to approve and answer with their status."
 )
+
+UNKNOWN_TOOL_SPAN = "tools/call (unknown tool)"
+"""The server span's name for a ``tools/call`` naming no kernel function (the client's text is not used)."""
 
 _MAX_CLIENT_NAME = 64
 
@@ -137,10 +140,17 @@ class PumpOpsMcpServer(Server[None, Any]):
         if not tracing.enabled:
             return nullcontext()
         meta = None if params.meta is None else params.meta.model_dump(by_alias=True)
-        attributes = {MCP_METHOD: "tools/call", TOOL_NAME: params.name, JSONRPC_REQUEST_ID: str(request_id)}
+        attributes = {MCP_METHOD: "tools/call", JSONRPC_REQUEST_ID: str(request_id)}
         if session is not None:
             attributes[MCP_SESSION_ID] = session
-        return tracing.span(f"tools/call {params.name}", attributes, context=continued(meta), kind=SpanKind.SERVER)
+        # The span's name and tool attribute are the kernel function's own name, never the client's text: an
+        # unknown tool gets a fixed name, so clients cannot mint span names or put their own text on spans.
+        try:
+            tool = resolve_function(self._app.kernel, params.name).fully_qualified_name
+        except ToolCallError:
+            return tracing.span(UNKNOWN_TOOL_SPAN, attributes, context=continued(meta), kind=SpanKind.SERVER)
+        attributes[TOOL_NAME] = tool
+        return tracing.span(f"tools/call {tool}", attributes, context=continued(meta), kind=SpanKind.SERVER)
 
     async def call(
         self, name: str, arguments: Mapping[str, Any] | None, malformed: Mapping[str, Any] | None = None

@@ -7,19 +7,24 @@ would add nothing but latency to every request. The secret is shown once, when i
 The file is JSON, written atomically (a temporary file in the same folder, renamed over the old one) with
 permissions 0600. A token names its principal (``NAME``) and its roles; revoking keeps the entry, marked
 with the time, so `list` still shows it and the name can be given to a new token.
+
+Every read-modify-write (create, revoke) holds an exclusive ``flock`` on the sidecar ``<file>.lock``, so two
+commands at once cannot undo each other (a create racing a revoke would otherwise write the token back active).
+Readers need no lock: the file is only ever replaced whole.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import hashlib
 import hmac
 import json
 import os
 import secrets
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,16 +107,17 @@ class TokenFile:
         """
         checked = principal_name(name, option="NAME")
         wanted = tuple(dict.fromkeys(roles)) or (Role.OPERATOR,)
-        entries = self.read()
-        taken = next((entry for entry in entries if entry.active and same_principal(entry.name, checked)), None)
-        if taken is not None:
-            raise TokenFileError(
-                f"An active token is already named {taken.name!r}. Revoke it first with `pumpops tokens revoke "
-                f"{taken.name}`, or choose another name."
-            )
-        secret = TOKEN_PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(_SECRET_BYTES)).decode().rstrip("=")
-        entry = ApiToken(name=checked, roles=wanted, created_at=_now(), sha256=token_hash(secret))
-        self._write([*entries, entry])
+        with self._locked():
+            entries = self.read()
+            taken = next((entry for entry in entries if entry.active and same_principal(entry.name, checked)), None)
+            if taken is not None:
+                raise TokenFileError(
+                    f"An active token is already named {taken.name!r}. Revoke it first with `pumpops tokens revoke "
+                    f"{taken.name}`, or choose another name."
+                )
+            secret = TOKEN_PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(_SECRET_BYTES)).decode().rstrip("=")
+            entry = ApiToken(name=checked, roles=wanted, created_at=_now(), sha256=token_hash(secret))
+            self._write([*entries, entry])
         return entry, secret
 
     def revoke(self, name: str) -> ApiToken:
@@ -120,13 +126,14 @@ class TokenFile:
         Raises:
             TokenFileError: no active token has that name, or the file cannot be written.
         """
-        entries = self.read()
-        for index, entry in enumerate(entries):
-            if entry.active and same_principal(entry.name, name):
-                revoked = ApiToken(**{**entry.__dict__, "revoked_at": _now()})
-                entries[index] = revoked
-                self._write(entries)
-                return revoked
+        with self._locked():
+            entries = self.read()
+            for index, entry in enumerate(entries):
+                if entry.active and same_principal(entry.name, name):
+                    revoked = ApiToken(**{**entry.__dict__, "revoked_at": _now()})
+                    entries[index] = revoked
+                    self._write(entries)
+                    return revoked
         active = ", ".join(entry.name for entry in entries if entry.active) or "none"
         raise TokenFileError(f"No active token is named {name!r}. Active tokens: {active} (see `pumpops tokens list`).")
 
@@ -143,6 +150,25 @@ class TokenFile:
             if hmac.compare_digest(entry.sha256, digest):
                 found = entry
         return found
+
+    @property
+    def lock_path(self) -> Path:
+        """The sidecar file whose ``flock`` serialises read-modify-writes of the tokens file."""
+        return self.path.with_name(self.path.name + ".lock")
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the exclusive lock for one read-modify-write (blocks until another process or thread releases it)."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise TokenFileError(f"Cannot lock the tokens file {self.path}: {exc.strerror or exc}.") from exc
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(handle)  # closing the descriptor releases the lock
 
     def _write(self, entries: list[ApiToken]) -> None:
         document = {

@@ -2,13 +2,15 @@
 
 Two kinds of bearer token are accepted: static API tokens from ``TokensFile`` (managed by `pumpops tokens`)
 and, when ``Issuer`` is set, OAuth 2.1 JWT access tokens signed by a key of ``JwksUrl`` whose audience is
-this server's ``ResourceUri``. Once either is configured (the tokens file exists, or ``Issuer`` is set),
-every HTTP request needs a valid token, whatever address the server listens on.
+this server's ``ResourceUri``. ``Issuer`` and ``JwksUrl`` are https, or http on a loopback host only. Once
+either is configured (the tokens file exists, or ``Issuer`` is set), every HTTP request needs a valid token,
+whatever address the server listens on.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field, field_validator
 
@@ -17,6 +19,8 @@ from kernel_setup.settings_sections import alias as _alias
 
 _ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 """Signature algorithms a JWKS can publish a public key for; symmetric (HS*) and ``none`` are never accepted."""
+_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+"""Hosts whose ``Issuer`` and ``JwksUrl`` may be plain http: the traffic never leaves this machine."""
 
 
 class McpAuthSettings(_Section):
@@ -62,6 +66,17 @@ class McpAuthSettings(_Section):
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("https://", "http://")):
             raise ValueError(f"{value!r} is not an http(s) URL; write it in full, e.g. 'https://login.example.com'")
+        return value
+
+    @field_validator("issuer", "jwks_url")
+    @classmethod
+    def _https_unless_loopback(cls, value: str | None) -> str | None:
+        # Signing keys fetched over plain HTTP can be swapped by anyone on the path, and then any token verifies.
+        if value is not None and value.startswith("http://") and urlsplit(value).hostname not in _LOOPBACK:
+            raise ValueError(
+                f"{value!r} uses plain http; the issuer and its JWKS must be https (e.g. 'https://login.example.com'), "
+                "except on this machine (127.0.0.1, ::1 or localhost)"
+            )
         return value
 
     def jwks(self) -> str | None:

@@ -26,6 +26,12 @@ NO_AUTH = (
     "could call every tool. Create a token with `pumpops tokens create NAME --role operator` (tokens file "
     "{tokens}) or set Mcp.Auth.Issuer to accept OAuth access tokens, then start again."
 )
+NO_RESOURCE_URI = (
+    "Refusing to listen on {address} with Mcp.Auth.Issuer set but no Mcp.Auth.ResourceUri: the audience every JWT "
+    "must carry would default to http://{address}/mcp, an address no client uses. Set Mcp.Auth.ResourceUri to the "
+    "URL clients reach this server at (e.g. https://pumps.example.com/mcp, or PUMPOPS_Mcp__Auth__ResourceUri), "
+    "then start again."
+)
 HOSTS_NOTE = (
     "Requests must name this address, a loopback address or an Mcp.AllowedHosts entry in their Host header "
     "(now: {hosts}), and a browser's Origin must be loopback or in Mcp.AllowedOrigins (now: {origins})."
@@ -76,6 +82,8 @@ def mcp_command(
             )
         if not auth_configured(settings):
             fail(cli, NO_AUTH.format(address=address, tokens=settings.resolve(settings.mcp.auth.tokens_file)))
+        if settings.mcp.auth.issuer is not None and settings.mcp.auth.resource_uri is None:
+            fail(cli, NO_RESOURCE_URI.format(address=address))
         hosts = HOSTS_NOTE.format(
             hosts=", ".join(settings.mcp.allowed_hosts) or "none",
             origins=", ".join(settings.mcp.allowed_origins) or "none",
@@ -109,8 +117,9 @@ async def _http(cli: CliState, settings: Settings, listeners: list[socket.socket
             cli.err_console.print(f"PumpOps MCP server (streamable HTTP) on {url}", highlight=False)
             if not auth_configured(settings):
                 cli.err_console.print(
-                    "No authentication configured: loopback clients are served without a token (they can read and "
-                    "propose, never approve). `pumpops tokens create NAME --role operator` turns tokens on.",
+                    "No authentication configured: loopback clients are served without a token, as this OS user "
+                    "unproven (they can read and propose, never approve). `pumpops tokens create NAME --role "
+                    "operator` turns tokens on.",
                     highlight=False,
                 )
             await serve_http(app, host, port, listeners=listeners)

@@ -29,15 +29,20 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
+from doors.mcp_auth import token_roles
 from doors.mcp_server import http_server
 from governance.api_tokens import TokenFile
+from governance.errors import SelfApprovalError
 from governance.roles import Role
 from kernel_setup import AppContext, load_settings, open_app
+from kernel_setup.identity_settings import IdentitySettings
+from kernel_setup.local_identity import local_caller, os_user
 from tests.cli_process import run_pumpops
 
 RESOURCE = "https://pumps.example.com/mcp"
 """The resource URI the door is configured with (as behind a TLS proxy): every JWT's audience must be it."""
-METADATA = "https://pumps.example.com/.well-known/oauth-protected-resource"
+METADATA = "https://pumps.example.com/.well-known/oauth-protected-resource/mcp"
+"""Where the 401's header points: the well-known path inserted before the resource's path (RFC 9728 §3.1)."""
 CLIENT = types.Implementation(name="ops-console", version="1.0")
 ORDER = {"pump_id": "PUMP-007", "priority": "high", "summary": "Grease the bearings"}
 WAIT = 30  # seconds: an upper bound on any exchange, never a synchronisation sleep
@@ -87,13 +92,14 @@ class Door:
         return self.tokens.create(name, roles)[1]
 
     @asynccontextmanager
-    async def client(self, token: str) -> AsyncIterator[ClientSession]:
-        """An initialized MCP session over streamable HTTP that sends ``token`` on every request."""
-        headers = {"Authorization": f"Bearer {token}"}
+    async def client(self, token: str | None, name: str = CLIENT.name) -> AsyncIterator[ClientSession]:
+        """An initialized MCP session over streamable HTTP named ``name`` that sends ``token`` (if any) every time."""
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        info = types.Implementation(name=name, version="1.0")
         async with (
             httpx.AsyncClient(headers=headers, timeout=WAIT) as http,
             streamable_http_client(f"{self.url}/mcp", http_client=http) as (read, write, _),
-            ClientSession(read, write, client_info=CLIENT) as session,
+            ClientSession(read, write, client_info=info) as session,
         ):
             await session.initialize()
             yield session
@@ -110,7 +116,8 @@ class Door:
 
 
 @asynccontextmanager
-async def http_door(tmp_path: Path) -> AsyncIterator[Door]:
+async def http_door(tmp_path: Path, *, auth: bool = True, **sections: Any) -> AsyncIterator[Door]:
+    """A door whose ``Mcp.Auth`` names the local issuer (``auth``; else nothing is configured) plus ``sections``."""
     key = rsa_key()
     public = {**jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key(), as_dict=True), "kid": KID, "use": "sig"}
 
@@ -119,10 +126,14 @@ async def http_door(tmp_path: Path) -> AsyncIterator[Door]:
 
     async with on_loopback(Starlette(routes=[Route("/.well-known/jwks.json", jwks)])) as issuer:
         settings_path = tmp_path / "appsettings.json"
-        auth = {"Issuer": issuer, "ResourceUri": RESOURCE, "TokensFile": "tokens.json"}
-        settings_path.write_text(
-            json.dumps({"Database": {"Path": "data/test.db"}, "Qdrant": {"Path": ":memory:"}, "Mcp": {"Auth": auth}})
-        )
+        mcp_auth = {"Issuer": issuer, "ResourceUri": RESOURCE} if auth else {}
+        document = {
+            "Database": {"Path": "data/test.db"},
+            "Qdrant": {"Path": ":memory:"},
+            "Mcp": {"Auth": {**mcp_auth, "TokensFile": "tokens.json"}},
+            **sections,
+        }
+        settings_path.write_text(json.dumps(document))
         async with open_app(load_settings(settings_path, env={})) as app:
             listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
@@ -157,6 +168,7 @@ async def test_a_request_without_a_token_gets_401_pointing_at_the_published_reso
     assert document["resource"] == RESOURCE
     assert document["authorization_servers"] == [door.issuer]
     assert document["bearer_methods_supported"] == ["header"]
+    assert "resource_signing_alg_values_supported" not in document  # that describes signed responses, not tokens
     assert [(r.principal, r.door, r.outcome.value, r.detail) for r in rows] == [
         ("unknown", "mcp-http", "denied", "no bearer token")
     ]
@@ -233,6 +245,8 @@ async def test_an_operator_token_reads_and_proposes_as_itself_but_is_refused_on_
     assert proposed.structuredContent["status"] == "pending_approval"
     assert parked.requested_by == "olivia" and parked.status.value == "pending"
     assert (listing.status_code, approve.status_code, reject.status_code) == (403, 403, 403)
+    challenges = {r.headers.get("WWW-Authenticate") for r in (listing, approve, reject)}
+    assert challenges == {'Bearer error="insufficient_scope", scope="supervisor"'}
     assert "supervisor role" in approve.json()["error"]
     tool_rows = [r for r in rows if r.door == "mcp"]
     # the token's subject; the client's name only as an asserted label beside it
@@ -294,3 +308,140 @@ def test_allow_remote_without_authentication_is_refused_at_start(tmp_path: Path)
     message = " ".join(result.stderr.split())
     assert "no authentication is configured" in message and "pumpops tokens create" in message
     assert "Mcp.Auth.Issuer" in message
+
+
+async def test_an_unauthenticated_loopback_client_acts_as_the_os_user_so_that_supervisor_cannot_approve_it(
+    tmp_path: Path,
+) -> None:
+    async with http_door(tmp_path, auth=False, Identity={"Roles": {os_user(): ["supervisor"]}}) as door:
+        async with door.client(None, name="someone-else") as session:
+            proposed = await session.call_tool("work_orders-create_work_order", ORDER)
+        assert proposed.structuredContent is not None, proposed.content
+        approval_id = proposed.structuredContent["approval_id"]
+        parked = await door.app.approvals.get(approval_id)
+        supervisor = local_caller(door.app.settings, "approvals")
+        with pytest.raises(SelfApprovalError):
+            await door.app.approvals.approve(approval_id, supervisor)
+        still = await door.app.approvals.get(approval_id)
+        rows = [r for r in await door.app.audit.tail(20) if r.door == "mcp"]
+
+    assert supervisor.has(Role.SUPERVISOR)
+    assert parked.requested_by == os_user()
+    assert still.status.value == "pending"
+    # the client's chosen name is only a label beside the OS user; unproven, so no role counts
+    assert {r.principal for r in rows} == {f"{os_user()} (asserted: mcp:someone-else)"}
+
+
+async def test_unauthenticated_loopback_clients_under_different_names_share_one_pending_limit(tmp_path: Path) -> None:
+    async with http_door(tmp_path, auth=False, Approval={"MaxPendingPerPrincipal": 1}) as door:
+        async with door.client(None, name="first") as session:
+            first = await session.call_tool("work_orders-create_work_order", ORDER)
+        async with door.client(None, name="second") as session:
+            second = await session.call_tool(
+                "work_orders-create_work_order", {**ORDER, "summary": "Replace the seal kit"}
+            )
+        pending = await door.app.approvals.list("pending", limit=10, offset=0)
+
+    assert first.structuredContent is not None and first.structuredContent["status"] == "pending_approval"
+    assert second.structuredContent is not None
+    assert (second.structuredContent["status"], second.structuredContent["limit"]) == ("denied", 1)
+    assert pending.total == 1
+
+
+async def test_deleting_the_tokens_file_of_a_running_server_refuses_every_request_instead_of_opening_the_door(
+    tmp_path: Path,
+) -> None:
+    tokens = TokenFile(tmp_path / "tokens.json")
+    token = tokens.create("ci-bot", [Role.OPERATOR])[1]
+    async with http_door(tmp_path, auth=False) as door:
+        before = await door.post("/mcp", token, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        tokens.path.unlink()
+        anonymous = await door.post("/mcp", None, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        former = await door.post("/mcp", token, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+        rows = await denied_rows(door.app)
+
+    assert before.status_code != 401
+    assert (anonymous.status_code, former.status_code) == (401, 401)
+    assert len(rows) == 2 and rows[0].detail == "no bearer token"
+    assert rows[1].detail is not None and "tokens file" in rows[1].detail and "is missing" in rows[1].detail
+
+
+async def test_a_tokens_file_created_while_a_loopback_server_runs_turns_tokens_on_at_once(tmp_path: Path) -> None:
+    async with http_door(tmp_path, auth=False) as door:
+        open_before = await door.get("/approvals")
+        door.static("ci-bot", Role.OPERATOR)
+        after = await door.get("/approvals")
+
+    assert open_before.status_code == 403  # unauthenticated: through the door, refused by role
+    assert after.status_code == 401
+
+
+def test_a_tokens_roles_are_the_default_roles_plus_the_identity_roles_of_its_name_plus_its_own() -> None:
+    identity = IdentitySettings.model_validate(
+        {"DefaultRoles": ["auditor"], "Roles": {"sam": ["supervisor"], "other": ["operator"]}}
+    )
+
+    assert token_roles(identity, "sam", [Role.OPERATOR]) == {Role.AUDITOR, Role.SUPERVISOR, Role.OPERATOR}
+    assert token_roles(identity, "sam", []) == {Role.AUDITOR, Role.SUPERVISOR}  # no claim takes a role away
+    assert token_roles(identity, "nobody", [Role.OPERATOR]) == {Role.AUDITOR, Role.OPERATOR}
+
+
+@pytest.mark.parametrize("kind", ["static", "jwt"])
+async def test_a_supervisor_role_from_identity_roles_is_kept_when_the_token_grants_only_operator(
+    tmp_path: Path, kind: str
+) -> None:
+    async with http_door(tmp_path, Identity={"Roles": {"sam": ["supervisor"]}}) as door:
+        token = door.static("sam", Role.OPERATOR) if kind == "static" else door.jwt("sam", roles=["operator"])
+        listing = await door.get("/approvals", token)
+
+    assert listing.status_code == 200, listing.text
+
+
+async def test_the_approval_endpoints_check_the_role_first_and_audit_an_unknown_id_and_a_missing_reason(
+    tmp_path: Path,
+) -> None:
+    async with http_door(tmp_path) as door:
+        supervisor = door.static("sam", Role.SUPERVISOR)
+        operator = door.static("olivia", Role.OPERATOR)
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            bad_body_operator = await http.post(
+                f"{door.url}/approvals/APR-DEADBEEF/reject",
+                content=b"nope",
+                headers={"Authorization": f"Bearer {operator}"},
+            )
+            bad_body = await http.post(
+                f"{door.url}/approvals/APR-DEADBEEF/reject",
+                content=b"nope",
+                headers={"Authorization": f"Bearer {supervisor}"},
+            )
+        unknown = await door.post("/approvals/APR-DEADBEEF/approve", supervisor)
+        unknown_reject = await door.post("/approvals/APR-DEADBEEF/reject", supervisor, {"reason": "duplicate"})
+        rows = [r for r in await door.app.audit.tail(20) if r.door == "mcp-http"]
+        chain = await door.app.audit.check_chain()
+
+    assert [bad_body_operator.status_code, bad_body.status_code, unknown.status_code, unknown_reject.status_code] == [
+        403,
+        400,
+        404,
+        404,
+    ]
+    assert [(r.function, r.principal, r.outcome.value) for r in rows] == [
+        ("approvals-reject", "olivia", "denied"),
+        ("approvals-reject", "sam", "denied"),
+        ("approvals-approve", "sam", "denied"),
+        ("approvals-reject", "sam", "denied"),
+    ]
+    assert all(r.arguments == {"approval_id": "APR-DEADBEEF"} for r in rows)
+    assert chain.ok
+
+
+def test_a_remote_bind_with_an_issuer_but_no_resource_uri_is_refused_at_start(tmp_path: Path) -> None:
+    settings = tmp_path / "appsettings.json"
+    auth = {"Issuer": "https://login.example.com"}
+    settings.write_text(
+        json.dumps({"Database": {"Path": "data/test.db"}, "Qdrant": {"Path": ":memory:"}, "Mcp": {"Auth": auth}})
+    )
+    result = run_pumpops(settings, "mcp", "--http", "--host", "0.0.0.0", "--allow-remote")
+    assert result.returncode == 2, result.stderr
+    message = " ".join(result.stderr.split())
+    assert "Mcp.Auth.ResourceUri" in message and "http://0.0.0.0:" in message

@@ -425,7 +425,11 @@ async def test_http_server_on_loopback_answers_tools_list_and_records_the_mcp_se
     assert {"assets-get_pump_details", "docs-search_documentation"} <= {tool.name for tool in listed}
     assert result.structuredContent is not None and result.structuredContent["pump_id"] == "PUMP-007"
     row = (await app.audit.tail(1))[0]
-    assert (row.principal, row.door, row.session) == (PRINCIPAL, "mcp", mcp_session)
+    assert (row.principal, row.door, row.session) == (
+        LOCAL,
+        "mcp",
+        mcp_session,
+    )  # unauthenticated loopback: the OS user, unproven
     assert mcp_session
     assert rebinding.status_code == 421  # a foreign Host header is refused (DNS-rebinding protection)
 
@@ -445,7 +449,7 @@ async def test_a_number_past_the_float_range_is_refused_naming_the_argument_not_
     assert (row.function, row.outcome.value, row.principal, row.door) == (
         "sensors-get_sensor_trend",
         "rejected",
-        PRINCIPAL,
+        LOCAL,
         "mcp",
     )
     assert row.arguments == {"days": str(float(number)), "pump_id": "PUMP-004", "sensor_type": "vibration"}

@@ -8,7 +8,7 @@ from mcp import types
 from mcp.shared.memory import create_connected_server_and_client_session
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from doors.mcp_server import PumpOpsMcpServer
+from doors.mcp_server import UNKNOWN_TOOL_SPAN, PumpOpsMcpServer
 from kernel_setup import open_app
 from tests.tracing_support import all_attribute_text, named, parent_of, span_id, traced_settings
 
@@ -58,3 +58,20 @@ async def test_a_malformed_traceparent_is_ignored_and_the_call_still_answers(tmp
     assert not result.isError
     [server] = named(exporter.get_finished_spans(), "tools/call")
     assert parent_of(server) is None
+
+
+async def test_an_unknown_tool_gets_a_fixed_span_name_and_none_of_the_clients_text_on_the_span(tmp_path: Path) -> None:
+    exporter = InMemorySpanExporter()
+    invented = "evil-tool_" + "x" * 200
+    async with open_app(traced_settings(tmp_path), span_exporter=exporter) as app:
+        async with create_connected_server_and_client_session(PumpOpsMcpServer(app), client_info=CLIENT) as session:
+            result = await session.call_tool(invented, {})
+            known = await session.call_tool("assets.get_system_summary", {})
+    spans = exporter.get_finished_spans()
+    assert result.isError and not known.isError
+    [unknown] = [span for span in spans if span.name == UNKNOWN_TOOL_SPAN]
+    assert unknown.attributes is not None and "gen_ai.tool.name" not in unknown.attributes
+    assert invented not in all_attribute_text(spans) and all(invented not in span.name for span in spans)
+    # a known tool is named as the kernel names it, whichever separator the client used
+    [server] = named(spans, "tools/call assets-get_system_summary")
+    assert server.attributes is not None and server.attributes["gen_ai.tool.name"] == "assets-get_system_summary"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,8 @@ def test_a_created_token_is_stored_only_as_its_hash_in_a_file_only_its_owner_can
     assert secret not in text and token_hash(secret) in text
     assert stat.S_IMODE(tokens.path.stat().st_mode) == 0o600
     assert tokens.find(secret) == entry and tokens.find(secret + "x") is None
-    assert [p.name for p in tokens.path.parent.iterdir()] == ["tokens.json"]  # no temporary file left behind
+    # no temporary file left behind; only the sidecar lock file beside the tokens file
+    assert sorted(p.name for p in tokens.path.parent.iterdir()) == ["tokens.json", "tokens.json.lock"]
 
 
 def test_a_name_is_refused_while_an_active_token_holds_it_and_free_again_once_revoked(tmp_path: Path) -> None:
@@ -81,3 +84,28 @@ def test_the_tokens_commands_print_the_secret_once_and_list_without_it(tmp_path:
     assert revoked.returncode == 0 and "Revoked sam" in revoked.stdout
     assert again.returncode == 2 and "No active token is named 'sam'" in again.stderr
     assert (tmp_path / "secrets" / "tokens.json").is_file()
+
+
+def test_creates_and_revokes_racing_in_threads_lose_no_update(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    TokenFile(path).create("victim", [Role.OPERATOR])
+    workers = 8
+    start = threading.Barrier(workers + 1, timeout=30)
+
+    def create(index: int) -> None:
+        start.wait()
+        for round_ in range(5):
+            TokenFile(path).create(f"bot-{index}-{round_}", [Role.OPERATOR])
+
+    def revoke() -> None:
+        start.wait()
+        TokenFile(path).revoke("victim")
+
+    with ThreadPoolExecutor(max_workers=workers + 1) as pool:
+        futures = [pool.submit(create, index) for index in range(workers)] + [pool.submit(revoke)]
+        for future in futures:
+            future.result(timeout=60)
+    entries = {entry.name: entry for entry in TokenFile(path).read()}
+
+    assert len(entries) == 1 + workers * 5  # every create kept
+    assert not entries["victim"].active  # and the revoke not undone by a create that read before it
