@@ -24,8 +24,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import groupby, repeat
-from operator import attrgetter, is_, itemgetter
 
 import aiosqlite
 
@@ -39,10 +37,6 @@ logger = logging.getLogger(__name__)
 
 ORIGIN = "telemetry"
 _RANK = {severity: severity.rank for severity in Severity}
-_KEY = attrgetter("pump_id", "sensor_type")
-_AT = attrgetter("at")
-_VALUE = attrgetter("value")
-_POSITION = itemgetter(0)
 _ZONE_SEVERITY = {Zone.A: Severity.LOW, Zone.B: Severity.MEDIUM, Zone.C: Severity.HIGH, Zone.D: Severity.CRITICAL}
 
 
@@ -55,10 +49,6 @@ class _Sensor:
     unit: str
     machine_group: int
     foundation: Foundation
-    inside_at: float
-    """Back inside past the deadband at or beyond this value (the threshold minus the margin for high, plus for low)."""
-    ceiling: int
-    """The rank of the highest severity this sensor's readings can reach (no escalation once there)."""
 
 
 @dataclass(slots=True)
@@ -136,13 +126,11 @@ class AlarmRules:
 
     async def observe(self, readings: Sequence[Reading]) -> list[str]:
         """Apply the rules to readings (oldest first); write what changed in one transaction; return new alarm ids."""
-        changed: dict[int, tuple[int, _Alarm]] = {}  # by id(alarm): (position of the reading that changed it, alarm)
+        changed: dict[int, _Alarm] = {}
         foreign: dict[tuple[str, SensorType], bool] = {}
         reloaded = False
-        # Each sensor follows its own readings, so the batch is taken sensor by sensor (a stable sort keeps each
-        # sensor's readings in arrival order). A sensor whose readings provably change nothing but its last time
-        # is settled with a few comparisons over the whole group (`_settle`); the others go reading by reading.
-        for key, group_iter in groupby(sorted(readings, key=_KEY), key=_KEY):
+        for reading in readings:
+            key = (reading.pump_id, reading.sensor_type)
             sensor = self._sensors.get(key)
             if sensor is None:
                 if reloaded:
@@ -155,77 +143,23 @@ class AlarmRules:
             state = self._states.get(key)
             if state is None:
                 state = self._states[key] = _State()
-            group = list(group_iter)
-            if await self._settle(key, state, sensor, group, foreign):
+            if state.last_at is not None and reading.at < state.last_at:
                 continue
-            for reading in group:
-                if state.last_at is not None and reading.at < state.last_at:
-                    continue
-                state.last_at = reading.at
-                alarm = state.alarm
-                if alarm is None:
-                    if await self._maybe_raise(state, sensor, reading, foreign):
-                        assert state.alarm is not None
-                        changed[id(state.alarm)] = (_position(readings, reading), state.alarm)
-                else:
-                    self._follow(state, alarm, sensor, reading)
-                    if alarm.dirty and id(alarm) not in changed:
-                        changed[id(alarm)] = (_position(readings, reading), alarm)
-                    if not alarm.active:
-                        state.alarm = None
+            state.last_at = reading.at
+            alarm = state.alarm
+            if alarm is None:
+                if await self._maybe_raise(state, sensor, reading, foreign):
+                    assert state.alarm is not None
+                    changed[id(state.alarm)] = state.alarm
+            else:
+                self._follow(state, alarm, sensor, reading)
+                if alarm.dirty:
+                    changed[id(alarm)] = alarm
+                if not alarm.active:
+                    state.alarm = None
         if not changed:
             return []
-        # Written in the order the readings that changed them came (new alarms are numbered in that order).
-        return await self._write([alarm for _, alarm in sorted(changed.values(), key=_POSITION)])
-
-    async def _settle(
-        self,
-        key: tuple[str, SensorType],
-        state: _State,
-        sensor: _Sensor,
-        group: list[Reading],
-        foreign: dict[tuple[str, SensorType], bool],
-    ) -> bool:
-        """Apply one sensor's readings at once when they can change nothing but its times; False when they might.
-
-        Holds only for readings in time order, none older than the last seen, and one of: no alarm, nothing
-        pending and every value inside the threshold; no alarm and every value beyond, the raise not yet due or
-        barred by a foreign alarm; an alarm of ours at the highest severity the sensor can reach and no value
-        back inside the deadband. Reading by reading, each of these changes only the times set here.
-        """
-        ats = list(map(_AT, group))
-        first, last = ats[0], ats[-1]
-        if (state.last_at is not None and first < state.last_at) or (len(ats) > 1 and ats != sorted(ats)):
-            return False
-        values = list(map(_VALUE, group))
-        high = sensor.direction is BadDirection.HIGH
-        alarm = state.alarm
-        if alarm is None:
-            if high:
-                inside, beyond = max(values) <= sensor.threshold, min(values) > sensor.threshold
-            else:
-                inside, beyond = min(values) >= sensor.threshold, max(values) < sensor.threshold
-            if inside and state.beyond_since is None:
-                state.last_at = last
-                return True
-            if not beyond:
-                return False
-            since = first if state.beyond_since is None else state.beyond_since
-            if last - since >= self._raise_after:
-                if key not in foreign:
-                    foreign[key] = await self._has_active_alarm(key[0], key[1].value)
-                if not foreign[key]:
-                    return False  # a raise is due: reading by reading, to raise at the right one
-            state.beyond_since = since
-            state.last_at = last
-            return True
-        if _RANK[alarm.severity] < sensor.ceiling:
-            return False
-        if (min(values) <= sensor.inside_at) if high else (max(values) >= sensor.inside_at):
-            return False
-        state.inside_since = None
-        state.last_at = last
-        return True
+        return await self._write(list(changed.values()))
 
     async def _maybe_raise(
         self, state: _State, sensor: _Sensor, reading: Reading, foreign: dict[tuple[str, SensorType], bool]
@@ -259,10 +193,11 @@ class AlarmRules:
 
     def _follow(self, state: _State, alarm: _Alarm, sensor: _Sensor, reading: Reading) -> None:
         """A sensor with an active alarm of ours: escalate it while beyond, clear it once inside long enough."""
+        margin = self._deadband * abs(sensor.threshold)
         if sensor.direction is BadDirection.HIGH:
-            inside = reading.value <= sensor.inside_at
+            inside = reading.value <= sensor.threshold - margin
         else:
-            inside = reading.value >= sensor.inside_at
+            inside = reading.value >= sensor.threshold + margin
         if inside:
             if state.inside_since is None:
                 state.inside_since = reading.at
@@ -305,28 +240,16 @@ class AlarmRules:
             "SELECT s.pump_id, s.sensor_type, s.unit, s.bad_direction, s.alarm_threshold, p.machine_group, "
             "p.foundation FROM sensors s JOIN pumps p ON p.pump_id = s.pump_id"
         )
-        sensors: dict[tuple[str, SensorType], _Sensor] = {}
-        for row in rows:
-            sensor_type = SensorType(row["sensor_type"])
-            direction = BadDirection(row["bad_direction"])
-            threshold = row["alarm_threshold"]
-            margin = self._deadband * abs(threshold)
-            if sensor_type is SensorType.VIBRATION:
-                ceiling = Severity.CRITICAL.rank
-            else:
-                ceiling = max(
-                    [Severity.MEDIUM.rank] + [severity.rank for severity, _ in self._levels.get(sensor_type, [])]
-                )
-            sensors[(row["pump_id"], sensor_type)] = _Sensor(
-                threshold=threshold,
-                direction=direction,
+        self._sensors = {
+            (row["pump_id"], SensorType(row["sensor_type"])): _Sensor(
+                threshold=row["alarm_threshold"],
+                direction=BadDirection(row["bad_direction"]),
                 unit=row["unit"],
                 machine_group=row["machine_group"],
                 foundation=Foundation(row["foundation"]),
-                inside_at=threshold - margin if direction is BadDirection.HIGH else threshold + margin,
-                ceiling=ceiling,
             )
-        self._sensors = sensors
+            for row in rows
+        }
 
     async def _write(self, changed: list[_Alarm]) -> list[str]:
         """Insert the new alarms and update the changed ones in one transaction; return the new ids."""
@@ -382,11 +305,6 @@ async def _next_alarm_number(conn: aiosqlite.Connection) -> int:
         )
     )
     return (rows[0][0] or 0) + 1 if rows else 1
-
-
-def _position(readings: Sequence[Reading], reading: Reading) -> int:
-    """Where this very reading (by identity, not equality) stands in the batch."""
-    return list(map(is_, readings, repeat(reading))).index(True)
 
 
 def _beyond(value: float, threshold: float, direction: BadDirection) -> bool:
