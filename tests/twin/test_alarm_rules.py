@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from storage import Database
 from twin.alarm_rules import AlarmRules
 from twin.alarms import AlarmService
 from twin.models import SensorType, Severity
 from twin.readings import Reading, ReadingStore
+from twin.sample_fleet import load_sample_fleet
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 VIB = SensorType.VIBRATION
@@ -192,3 +194,34 @@ async def test_stored_batches_drive_the_rules_as_the_service_wires_them(db: Data
     engine = await rules(db, raise_after=0)
     batch = await store.store([at(0, 5.0), at(0, 5.0)])
     assert await engine.observe(batch.inserted) == ["ALM-0008"]
+
+
+async def test_a_batch_of_many_sensors_leaves_the_same_alarms_as_its_readings_one_at_a_time(
+    db: Database, tmp_path: Path
+) -> None:
+    temp, flow = SensorType.BEARING_TEMPERATURE, SensorType.FLOW
+    script: list[Reading] = []
+    for second in range(0, 200, 5):
+        vibration = 1.0 if second < 30 else 5.0 if second < 110 else 7.5 if second < 120 else 1.0
+        script += [
+            at(second, vibration),  # inside, then beyond: raised, escalated to zone D, cleared past the deadband
+            at(second, 2000.0, sensor=flow),  # inside throughout (bad when low)
+            at(second, 90.0 if second < 150 else 80.0, sensor=temp),  # beyond from the start, then cleared
+            at(second, 9.5, pump="PUMP-007"),  # beyond, but its imported alarm stands
+            at(second, 7.5 if second >= 50 else 2.0, pump="PUMP-008"),
+        ]
+    script.insert(60, at(40, 9.9, pump="PUMP-008"))  # a late reading: ignored by both
+    other = await Database.open(tmp_path / "other.db")
+    try:
+        await load_sample_fleet(other)
+        one_at_a_time = await feed(await rules(other), *script)
+        batched = await rules(db)
+        in_batches = [
+            alarm for start in range(0, len(script), 70) for alarm in await batched.observe(script[start : start + 70])
+        ]
+        query = "SELECT * FROM alarms ORDER BY alarm_id"
+        assert in_batches == one_at_a_time
+        assert len(one_at_a_time) == 3
+        assert [dict(row) for row in await db.fetch_all(query)] == [dict(row) for row in await other.fetch_all(query)]
+    finally:
+        await other.close()
