@@ -181,7 +181,8 @@ def bare_conn(path: Path) -> sqlite3.Connection:
 async def write_path(folder: Path, count: int, batch_size: int, rounds: int) -> None:
     """Each round: the service path, the path with the alarm rules, bare in one transaction and bare in batches,
     each into a fresh copy of the sample database; rounds interleave so a busy machine slows all alike."""
-    _, sensors = await sample_db(folder, "sensors.db")
+    sensors_db, sensors = await sample_db(folder, "sensors.db")
+    await sensors_db.close()  # an open database's worker thread would keep the process alive at exit
     batch = readings(sensors, count)
     ids_db, _ = await sample_db(folder, "ids.db")
     ids = {
