@@ -56,9 +56,13 @@ class OpcUaSourceSettings(Section):
     username: str | None = None
     password: SecretStr | None = None
     certificate: str | None = None
-    """The client's certificate (PEM or DER file) for a secured endpoint."""
+    """The client's certificate (PEM or DER file) for a secured endpoint; its subjectAltName must hold the client's
+    application URI (``URI:urn:pumpops:client``), which the source then presents."""
     private_key: str | None = None
-    """The client's private key (PEM file) for a secured endpoint."""
+    """The client's private key (PEM or DER file, unencrypted RSA) for a secured endpoint."""
+    server_certificate: str | None = None
+    """The server's certificate (PEM or DER file) to pin: a server that presents another is refused. None takes the
+    one the server's endpoint list offers (trust on each connect)."""
     sampling_interval_ms: int = Field(default=1000, ge=10, le=3_600_000)
     nodes: tuple[OpcUaNode, ...] = ()
 

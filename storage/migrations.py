@@ -242,6 +242,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE pumps ADD COLUMN decommissioned_at TEXT
         """,
     ),
+    Migration(
+        9,
+        "refused telemetry nodes",
+        # refused: the nodes a source's server refused on its last connect, as a JSON list of "node (reason)"
+        # strings; NULL for none.
+        """
+        ALTER TABLE telemetry_sources ADD COLUMN refused TEXT
+        """,
+    ),
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
 
 from pydantic import BaseModel
@@ -12,11 +13,13 @@ from telemetry.sources.base import SourceState, SourceStatus
 from twin.timestamps import format_ts
 
 _UPSERT = """
-    INSERT INTO telemetry_sources (name, kind, state, detail, received, malformed, last_value_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    INSERT INTO telemetry_sources
+        (name, kind, state, detail, received, malformed, last_value_at, refused, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (name) DO UPDATE SET
         kind = excluded.kind, state = excluded.state, detail = excluded.detail, received = excluded.received,
-        malformed = excluded.malformed, last_value_at = excluded.last_value_at, updated_at = excluded.updated_at
+        malformed = excluded.malformed, last_value_at = excluded.last_value_at, refused = excluded.refused,
+        updated_at = excluded.updated_at
 """
 
 
@@ -30,6 +33,8 @@ class SourceRecord(BaseModel):
     received: int
     malformed: int
     last_value_at: str | None
+    refused: list[str]
+    """What the server refused on the source's last connect, each ``"<node> (<reason>)"``."""
     updated_at: str
 
 
@@ -52,10 +57,14 @@ class StatusBoard:
         return dict(self._latest)
 
     async def report(self, status: SourceStatus) -> None:
-        """Keep ``status`` as the source's latest; write it now when its state or detail changed."""
+        """Keep ``status`` as the source's latest; write it now when its state, detail or refused nodes changed."""
         before = self._latest.get(status.name)
         self._latest[status.name] = status
-        if before is None or (before.state, before.detail) != (status.state, status.detail):
+        if before is None or (before.state, before.detail, before.refused) != (
+            status.state,
+            status.detail,
+            status.refused,
+        ):
             await self.flush()
 
     def note(self, status: SourceStatus) -> None:
@@ -88,10 +97,13 @@ class StatusBoard:
 async def read_statuses(db: Database) -> list[SourceRecord]:
     """Every recorded source, by name."""
     rows = await db.fetch_all(
-        "SELECT name, kind, state, detail, received, malformed, last_value_at, updated_at "
+        "SELECT name, kind, state, detail, received, malformed, last_value_at, refused, updated_at "
         "FROM telemetry_sources ORDER BY name"
     )
-    return [SourceRecord.model_validate(dict(row)) for row in rows]
+    return [
+        SourceRecord.model_validate({**dict(row), "refused": json.loads(row["refused"]) if row["refused"] else []})
+        for row in rows
+    ]
 
 
 def _row(status: SourceStatus, now: str) -> tuple[object, ...]:
@@ -104,5 +116,6 @@ def _row(status: SourceStatus, now: str) -> tuple[object, ...]:
         status.received,
         status.malformed,
         last,
+        json.dumps(list(status.refused)) if status.refused else None,
         now,
     )

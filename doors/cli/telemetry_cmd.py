@@ -72,7 +72,7 @@ def status_command(
     ctx: typer.Context,
     as_json: bool = typer.Option(False, "--json", help="Print the sources as JSON."),
 ) -> None:
-    """Show each source as the service last recorded it: state, counters, last value, and why it failed.
+    """Show each source as the service last recorded it: state, counters, last value, why it failed, refused nodes.
 
     Example: pumpops telemetry status --json
     """
@@ -99,7 +99,7 @@ def status_command(
             str(r.malformed),
             r.last_value_at or "-",
             _ago(r.updated_at),
-            safe_text(r.detail or ""),
+            safe_text(_detail(r)),
         )
     for name in never:
         table.add_row(safe_text(name), "", "never run", "", "", "", "", "configured; the service has not read it yet")
@@ -186,6 +186,14 @@ async def _triage(cli: CliState, dispatcher: AutoTriage) -> None:
         await dispatcher.run()
     except TriageAlreadyRunning as exc:  # taken between the check and the start
         cli.err_console.print(f"[yellow]automatic triage is off here: {safe_text(str(exc))}[/]", highlight=False)
+
+
+def _detail(record: SourceRecord) -> str:
+    """Why the source failed, and what its server refused (nodes it lacks), on one line."""
+    parts = [record.detail] if record.detail else []
+    if record.refused:
+        parts.append(f"{len(record.refused)} node(s) refused: {', '.join(record.refused)}")
+    return "; ".join(parts)
 
 
 def _ago(stamp: str) -> str:

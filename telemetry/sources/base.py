@@ -45,6 +45,8 @@ class SourceStatus:
     received: int = 0
     malformed: int = 0
     last_value_at: datetime | None = None
+    refused: tuple[str, ...] = ()
+    """What the server refused on the last connect, each ``"<node> (<reason>)"`` (an OPC UA node it lacks)."""
 
 
 StatusSink = Callable[[SourceStatus], Awaitable[None]]
@@ -168,6 +170,10 @@ class ReconnectingSource:
         """Count ``reading`` and hand it to ``sink``."""
         self._status = replace(self._status, received=self._status.received + 1, last_value_at=reading.at)
         await sink(reading)
+
+    def _refused(self, refused: list[str]) -> None:
+        """Keep what the server refused on this connect (replacing the last connect's); `connected` reports it."""
+        self._status = replace(self._status, refused=tuple(refused))
 
     def _malformed(self, reason: str, detail: str) -> None:
         """Count a value that cannot be a reading; log the first of each ``reason`` (a short key) only."""

@@ -17,10 +17,10 @@ from typing import Any
 
 from asyncua import Client, Node, ua
 from asyncua.common.subscription import DataChangeNotif
-from asyncua.crypto import security_policies
 
 from kernel_setup.plant_settings import OpcUaNode, OpcUaSourceSettings
 from telemetry.sources.base import ReadingSink, ReconnectingSource, SourceFailure
+from telemetry.sources.opcua_security import load_security, no_endpoint, secure
 from twin.identifiers import PUMP, canonical_record_id
 from twin.models import SensorType
 from twin.readings import Reading
@@ -30,13 +30,6 @@ logger = logging.getLogger(__name__)
 REQUEST_TIMEOUT_SECONDS = 10.0
 WATCHDOG_SECONDS = 1.0
 
-_POLICIES: dict[str, type[security_policies.SecurityPolicy]] = {
-    "Basic256Sha256": security_policies.SecurityPolicyBasic256Sha256,
-    "Aes128Sha256RsaOaep": security_policies.SecurityPolicyAes128Sha256RsaOaep,
-    "Aes256Sha256RsaPss": security_policies.SecurityPolicyAes256Sha256RsaPss,
-}
-_MODES = {"Sign": ua.MessageSecurityMode.Sign, "SignAndEncrypt": ua.MessageSecurityMode.SignAndEncrypt}
-
 
 class OpcUaSource(ReconnectingSource):
     """Readings from one OPC UA server, by the source's node map."""
@@ -45,8 +38,14 @@ class OpcUaSource(ReconnectingSource):
     _failures = (*ReconnectingSource._failures, ConnectionError, ua.UaError)
 
     def __init__(self, settings: OpcUaSourceSettings, *, reconnect_min: float, reconnect_max: float) -> None:
+        """Build the source; a secured one reads its certificate files now.
+
+        Raises:
+            OpcUaSecurityError: A certificate or key file is missing, unreadable, or not what its setting needs.
+        """
         super().__init__(settings.name, reconnect_min=reconnect_min, reconnect_max=reconnect_max)
         self._settings = settings
+        self._security = load_security(settings)
         self._logged_timestamp = False
 
     async def _stream(self, sink: ReadingSink, connected: Callable[[], Awaitable[None]]) -> None:
@@ -56,14 +55,8 @@ class OpcUaSource(ReconnectingSource):
             client.set_user(settings.username)
         if settings.password is not None:
             client.set_password(settings.password.get_secret_value())
-        if settings.security_policy != "None":
-            assert settings.certificate is not None and settings.private_key is not None  # the settings check it
-            await client.set_security(
-                _POLICIES[settings.security_policy],
-                certificate=settings.certificate,
-                private_key=settings.private_key,
-                mode=_MODES[settings.security_mode],
-            )
+        if self._security is not None:
+            await secure(client, settings, self._security)
         lost = asyncio.Event()
         lost_reason: list[str] = []
 
@@ -73,11 +66,18 @@ class OpcUaSource(ReconnectingSource):
 
         client.connection_lost_callback = on_lost
         handler = _Handler(self, sink, lost, lost_reason)
-        await client.connect()
+        try:
+            await client.connect()
+        except ua.UaError as exc:
+            if not str(exc).startswith("No matching endpoints"):
+                raise
+            # An unsecured source meeting a server that offers only secured endpoints (asyncua's wording is cryptic).
+            raise SourceFailure(no_endpoint(settings, await _endpoints(client))) from None
         try:
             subscription = await client.create_subscription(float(settings.sampling_interval_ms), handler)
             nodes = [client.get_node(node.node_id) for node in settings.nodes]
             handler.nodes = {node.nodeid: spec for node, spec in zip(nodes, settings.nodes, strict=True)}
+            refused: list[str] = []
             if nodes:
                 results = await subscription.create_monitored_items(
                     _item(node, handle, settings.sampling_interval_ms) for handle, node in enumerate(nodes, 1)
@@ -89,6 +89,7 @@ class OpcUaSource(ReconnectingSource):
                 ]
                 if refused:
                     logger.warning("opcua source %r: the server refused nodes %s", self.name, ", ".join(refused))
+            self._refused(refused)
             await connected()
             await lost.wait()
             raise SourceFailure(f"connection lost: {lost_reason[0] if lost_reason else 'unknown'}")
@@ -139,6 +140,14 @@ class _Handler:
         if status.Status is not None and not status.Status.is_good():
             self._reason.append(f"subscription status {status.Status.name}")
             self._lost.set()
+
+
+async def _endpoints(client: Client) -> list[ua.EndpointDescription]:
+    """The server's endpoints, or none when it cannot be asked (only to say what it offers)."""
+    try:
+        return await asyncio.wait_for(client.connect_and_get_server_endpoints(), timeout=REQUEST_TIMEOUT_SECONDS)
+    except (TimeoutError, OSError, ConnectionError, ua.UaError):
+        return []
 
 
 async def _close_quietly(client: Client) -> None:

@@ -12,6 +12,9 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from storage import Database
+from telemetry.sources.base import SourceState, SourceStatus
+from telemetry.status import StatusBoard
 from tests.cli_process import CLI_CODE, REPO, run_pumpops
 from tests.telemetry.plant_servers import free_port
 
@@ -82,6 +85,47 @@ def test_telemetry_without_a_source_says_how_to_configure_one(tmp_path: Path) ->
     assert result.returncode == 2
     assert "no telemetry source is configured" in result.stderr
     assert "Telemetry.OpcUa" in result.stderr and "pumpops simulate" in result.stderr
+
+
+def test_telemetry_with_a_missing_opc_ua_certificate_file_exits_naming_the_file(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path)
+    document = json.loads(settings.read_text())
+    source = {
+        "Name": "secured",
+        "Endpoint": f"opc.tcp://127.0.0.1:{free_port()}",
+        "SecurityPolicy": "Basic256Sha256",
+        "SecurityMode": "SignAndEncrypt",
+        "Certificate": "certs/pumpops.pem",
+        "PrivateKey": "certs/pumpops.key",
+    }
+    document["Telemetry"]["OpcUa"] = [source]
+    settings.write_text(json.dumps(document))
+    result = run_pumpops(settings, "telemetry", "--no-triage")
+    assert result.returncode == 2, result.stderr
+    message = " ".join(result.stderr.split())
+    assert "Telemetry.OpcUa source 'secured': Certificate file 'certs/pumpops.pem' does not exist" in message
+    assert "X.509 certificate file" in message
+
+
+def test_telemetry_status_shows_the_nodes_a_server_refused(tmp_path: Path) -> None:
+    settings = write_settings(tmp_path)
+
+    async def record() -> None:
+        db = await Database.open(str(tmp_path / "plant.db"))
+        try:
+            board = StatusBoard(db)
+            refused = ("ns=2;s=P9.Flow (BadNodeIdUnknown)",)
+            await board.report(SourceStatus("plc", "opcua", SourceState.CONNECTED, refused=refused))
+        finally:
+            await db.close()
+
+    asyncio.run(record())
+    table = run_pumpops(settings, "telemetry", "status")
+    assert table.returncode == 0, table.stderr
+    assert "1 node(s) refused: ns=2;s=P9.Flow (BadNodeIdUnknown)" in table.stdout
+    as_json = run_pumpops(settings, "telemetry", "status", "--json")
+    [source] = json.loads(as_json.stdout)["sources"]
+    assert source["refused"] == ["ns=2;s=P9.Flow (BadNodeIdUnknown)"]
 
 
 async def test_the_simulated_plant_drifts_into_an_alarm_the_service_raises_and_stops_cleanly_on_sigterm(
