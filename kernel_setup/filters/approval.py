@@ -38,8 +38,11 @@ from governance import (
     granting,
     intent_key,
 )
+from governance.access import require_role
 from governance.audit_log import AuditLog, AuditOutcome
+from governance.errors import RoleError
 from governance.identity import CallContext, current_call
+from governance.roles import Role
 from kernel_setup.arguments import ToolArgumentError
 from kernel_setup.errors import SettingsError
 from kernel_setup.filters.audit import AUDITED_KEY, DETAIL_KEY, STATUS_KEY
@@ -180,6 +183,12 @@ class ApprovalGate:
         function = context.function
         name = function.fully_qualified_name
         call = current_call()
+        if call.proof.proven:  # a person proposes with the operator or supervisor role; unproven callers carry none
+            try:
+                require_role(call, f"propose {name}", Role.OPERATOR, Role.SUPERVISOR)
+            except RoleError as exc:
+                self._answer(context, {"status": "denied", "function": name, "message": str(exc)}, "denied", str(exc))
+                return
         arguments, intent, first, preconditions = await self._intent(context, call)
         if first is not None:
             context.result = FunctionResult(

@@ -13,11 +13,12 @@ from semantic_kernel.functions import KernelArguments, kernel_function
 
 from governance import ApprovalError, ApprovalRequiredError, ApprovalStore, DecisionOutcome, Grant, args_hash
 from governance.identity import CallContext, acting_as
+from governance.roles import Role
 from kernel_setup import AppContext, load_settings, open_app
 from plugins.alarms import AlarmsPlugin
 from plugins.declarations import check_write, writes
 from plugins.work_orders import WorkOrdersPlugin
-from tests.callers import supervisor
+from tests.callers import person, supervisor
 from tests.fakes.ollama import ScriptedOllama, call, reply
 from turn.factory import runner_for
 from twin import AlarmService
@@ -430,3 +431,25 @@ async def test_a_decisions_audit_row_binds_the_approval_to_the_deciders_proof_an
                 "args_hash": args_hash(parked.function, parked.arguments),
             }
         assert await chain_ok(app)
+
+
+async def test_a_proven_principal_without_the_operator_or_supervisor_role_cannot_propose_a_write(
+    tmp_path: Path,
+) -> None:
+    async with open_app(settings_for(tmp_path)) as app:
+        answer = await propose_as(app, person("ann", Role.AUDITOR, door="test"))
+        assert answer["status"] == "denied" and "needs the operator or supervisor role" in answer["message"]
+        assert await count(app, "apr") == 0
+        row = await app.db.fetch_one("SELECT principal, outcome FROM audit_log ORDER BY id DESC LIMIT 1")
+        assert row is not None and (row["principal"], row["outcome"]) == ("ann", "denied")
+        operator = await propose_as(app, person("otto", Role.OPERATOR, door="test"))
+        assert operator["status"] == "pending_approval"  # the role that proposes
+        assert await chain_ok(app)
+
+
+async def propose_as(app: AppContext, caller: CallContext) -> dict[str, Any]:
+    with acting_as(caller):
+        function = app.kernel.get_function("work_orders", "create_work_order")
+        result = await app.kernel.invoke(function, KernelArguments(**ORDER))
+    assert result is not None
+    return json.loads(str(result.value))

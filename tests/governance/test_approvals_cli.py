@@ -14,10 +14,11 @@ from typing import Any
 
 from semantic_kernel.functions import KernelArguments
 
-from governance.identity import CallContext, acting_as
-from governance.roles import Proof
+from governance.identity import acting_as
+from governance.roles import Role
 from kernel_setup import load_settings, open_app
 from kernel_setup.local_identity import os_user
+from tests.callers import person
 from tests.doors.cli.test_cli_tools import PUMPOPS, run_cli
 
 ORDER = {"pump_id": "PUMP-004", "priority": "high", "summary": "Check the soft foot"}
@@ -38,7 +39,7 @@ def park(settings: Path, function: str = "work_orders.create_work_order", princi
 
     async def propose() -> str:
         async with open_app(load_settings(settings, env={})) as app:
-            with acting_as(CallContext(principal=principal, door="test", proof=Proof.OS_USER)):
+            with acting_as(person(principal, Role.OPERATOR, door="test")):
                 plugin, name = function.split(".")
                 result = await app.kernel.invoke(app.kernel.get_function(plugin, name), KernelArguments(**args))
         assert result is not None
