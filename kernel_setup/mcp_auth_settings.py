@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from kernel_setup.settings_sections import Section as _Section
 from kernel_setup.settings_sections import alias as _alias
+from kernel_setup.settings_sections import comma_separated
 
 _ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 """Signature algorithms a JWKS can publish a public key for; symmetric (HS*) and ``none`` are never accepted."""
@@ -46,7 +47,7 @@ class McpAuthSettings(_Section):
     @field_validator("algorithms", "scopes", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
-        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+        return comma_separated(value)
 
     @field_validator("algorithms")
     @classmethod

@@ -18,6 +18,7 @@ from kernel_setup.mcp_auth_settings import McpAuthSettings
 from kernel_setup.plant_settings import AlarmSettings, PlantSettings, TelemetrySettings, TriageSettings
 from kernel_setup.settings_sections import Section as _Section
 from kernel_setup.settings_sections import alias as _alias
+from kernel_setup.settings_sections import comma_separated
 from kernel_setup.tracing_settings import TracingSettings
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
@@ -165,8 +166,7 @@ class McpSettings(_Section):
     @field_validator("allowed_hosts", "allowed_origins", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
-        # PUMPOPS_Mcp__AllowedHosts=a.example,b.example reads as a list, as the JSON form does.
-        return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
+        return comma_separated(value)
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -14,3 +16,8 @@ class Section(BaseModel):
 def alias(name: str) -> str:
     """The key a settings file uses for a field: ``stale_after_seconds`` -> ``StaleAfterSeconds``."""
     return "".join(part.capitalize() for part in name.split("_"))
+
+
+def comma_separated(value: Any) -> Any:
+    """A list from an environment value such as ``a.example,b.example``; a list (the JSON form) as it is."""
+    return [part.strip() for part in value.split(",") if part.strip()] if isinstance(value, str) else value
