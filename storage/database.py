@@ -1,129 +1,67 @@
-"""One SQLite file through aiosqlite: WAL mode, a read connection and a serialized writer."""
+"""The database the registry, audit trail, approvals and sessions share: one SQLite file, or a PostgreSQL server."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
+from storage.connection import Connection, Row
+from storage.dialect import Dialect
 
-from core.errors import sentence
-from storage.errors import StorageError
-from storage.migrations import apply_migrations
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-class Database:
-    """The project's SQLite database.
+def is_postgres_url(target: str | Path) -> bool:
+    """Whether ``target`` names a PostgreSQL server (a URL) rather than an SQLite file (a path)."""
+    return isinstance(target, str) and target.strip().lower().startswith(POSTGRES_SCHEMES)
 
-    Reads share one connection; writes go through `transaction()`, which serializes writers in
-    this process with a lock and across processes with ``BEGIN IMMEDIATE`` (plus a busy timeout),
-    so concurrent writers wait instead of failing with ``database is locked``.
+
+class Database(ABC):
+    """Reads on their own connection(s); writes through `transaction()`, one writer at a time across processes.
+
+    Every write transaction holds the database's one write lock from its first statement to its commit (SQLite's
+    ``BEGIN IMMEDIATE``; a transaction-scoped advisory lock on PostgreSQL), so what a writer reads inside its
+    transaction (the audit chain's last hash, an approval still pending) is still true when it commits.
     """
 
-    def __init__(self, path: Path, reader: aiosqlite.Connection, writer: aiosqlite.Connection) -> None:
-        self.path = path
-        self._reader = reader
-        self._writer = writer
-        self._write_lock = asyncio.Lock()
+    dialect: Dialect
 
     @classmethod
-    async def open(cls, path: str | Path, *, migrate: bool = True) -> Database:
-        """Open (creating folders and file as needed) and migrate the database at ``path``."""
-        path = Path(path)
-        # Every failure path closes what it opened: aiosqlite's worker thread is not a daemon, so a
-        # connection left open on a corrupt file keeps the process alive after the error is printed.
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            writer = await _connect(path)
-        except (OSError, sqlite3.Error) as exc:
-            raise StorageError(
-                f"Cannot open the database {str(path)!r}: {sentence(str(exc))} If the file is damaged, restore it from "
-                "a backup or move it aside and run `pumpops db init`."
-            ) from exc
-        try:
-            await writer.execute("PRAGMA journal_mode=WAL")
-            if migrate:
-                await apply_migrations(writer)
-            reader = await _connect(path)
-        except BaseException as exc:
-            await _close_quietly(writer)
-            if isinstance(exc, OSError | sqlite3.Error):
-                raise StorageError(
-                    f"Cannot prepare the database {str(path)!r}: {sentence(str(exc))} If the file is damaged, "
-                    "restore it from a backup or move it aside and run `pumpops db init`."
-                ) from exc
-            raise
-        return cls(path, reader, writer)
+    async def open(cls, target: str | Path, *, migrate: bool = True) -> Database:
+        """Open (and migrate) the SQLite file at a path, or the PostgreSQL database at a ``postgresql://`` URL."""
+        if is_postgres_url(target):
+            from storage.postgres import PostgresDatabase
 
+            return await PostgresDatabase.connect(str(target).strip(), migrate=migrate)
+        from storage.sqlite import SqliteDatabase
+
+        return await SqliteDatabase.connect(Path(target), migrate=migrate)
+
+    @property
+    @abstractmethod
+    def description(self) -> str:
+        """Which database this is, for people: the engine and the file, or the server and database (no password)."""
+
+    @abstractmethod
     async def close(self) -> None:
-        """Close both connections."""
-        await self._reader.close()
-        await self._writer.close()
+        """Close every connection."""
 
-    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        """Run a parameterized SELECT and return every row.
+    @abstractmethod
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Run a parameterized SELECT and return every row."""
 
-        The statement runs to completion in one step on the reader's thread: a statement left open
-        between awaits would pin every concurrent read on this connection to an old WAL snapshot,
-        hiding rows committed since (seen under load as a just-parked approval "not found").
-        """
-        try:
-            return list(await self._reader.execute_fetchall(sql, params))
-        except sqlite3.DatabaseError as exc:
-            raise StorageError(_read_failure(exc)) from exc
+    @abstractmethod
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        """Run a parameterized SELECT and return the first row, if any."""
 
-    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
-        """Run a parameterized SELECT and return the first row, if any (completed in one step, see `fetch_all`)."""
-        try:
-            rows = await self._reader.execute_fetchall(sql, params)
-        except sqlite3.DatabaseError as exc:
-            raise StorageError(_read_failure(exc)) from exc
-        return next(iter(rows), None)
-
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """Yield the writer inside ``BEGIN IMMEDIATE``; commit on success, roll back on error."""
-        async with self._write_lock:
-            await self._writer.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._writer
-            except BaseException:
-                await self._writer.rollback()
-                raise
-            else:
-                await self._writer.commit()
+    @abstractmethod
+    def transaction(self) -> AbstractAsyncContextManager[Connection]:
+        """Yield a connection inside a write transaction; commit on success, roll back on error."""
 
     async def execute_many(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run a parameterized statement for many rows in one transaction."""
         async with self.transaction() as conn:
             await conn.executemany(sql, rows)
-
-
-def _read_failure(exc: sqlite3.DatabaseError) -> str:
-    """A read error for any reader (the model included): what failed, no path, and what fixes a damaged file."""
-    return f"Cannot read the database: {exc}. If the file is damaged, restore it from a backup."
-
-
-async def _connect(path: Path) -> aiosqlite.Connection:
-    """A configured connection; closed again (its worker thread stopped) when configuring it fails."""
-    conn = await aiosqlite.connect(path, isolation_level=None)
-    try:
-        conn.row_factory = sqlite3.Row
-        await conn.execute("PRAGMA busy_timeout=10000")
-        await conn.execute("PRAGMA foreign_keys=ON")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-    except BaseException:
-        await _close_quietly(conn)
-        raise
-    return conn
-
-
-async def _close_quietly(conn: aiosqlite.Connection) -> None:
-    """Close a connection on a failure path, keeping the original error: a close failing too is not news."""
-    with contextlib.suppress(sqlite3.Error, ValueError):
-        await conn.close()  # stops the worker thread even when closing the sqlite3 connection fails

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-import aiosqlite
+from storage.dialect import ddl_to_postgres
+
+if TYPE_CHECKING:
+    from storage.database import Database
 
 
 @dataclass(frozen=True)
@@ -254,34 +258,32 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-async def apply_migrations(conn: aiosqlite.Connection) -> list[int]:
-    """Apply every migration not yet recorded, each in its own transaction; return the ids applied."""
-    await conn.execute(
-        "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    async with conn.execute("SELECT id FROM _migrations") as cursor:
-        done = {row[0] for row in await cursor.fetchall()}
+async def apply_migrations(db: Database) -> list[int]:
+    """Apply every migration not yet recorded, each in its own write transaction; return the ids applied.
+
+    The write lock makes this safe with several processes starting at once: each migration re-checks, under the
+    lock, whether another process applied it while this one waited.
+    """
+    postgres = db.dialect.is_postgres
+    async with db.transaction() as conn:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+    done = {row["id"] for row in await db.fetch_all("SELECT id FROM _migrations")}
     applied: list[int] = []
     for migration in MIGRATIONS:
         if migration.id in done:
             continue
-        await conn.execute("BEGIN IMMEDIATE")
-        try:
-            # A concurrent process may have applied it while we waited for the write lock.
+        async with db.transaction() as conn:
             async with conn.execute("SELECT 1 FROM _migrations WHERE id = ?", (migration.id,)) as cursor:
                 if await cursor.fetchone() is not None:
-                    await conn.rollback()
                     continue
             for statement in _statements(migration.sql):
-                await conn.execute(statement)
+                await conn.execute(ddl_to_postgres(statement) if postgres else statement)
             await conn.execute(
                 "INSERT INTO _migrations (id, name, applied_at) VALUES (?, ?, ?)",
                 (migration.id, migration.name, datetime.now(UTC).isoformat(timespec="seconds")),
             )
-        except BaseException:
-            await conn.rollback()
-            raise
-        await conn.commit()
         applied.append(migration.id)
     return applied
 
