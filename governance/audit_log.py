@@ -15,20 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Protocol
 
-import aiosqlite
 from pydantic import BaseModel, ConfigDict
 
 from core.errors import sentence
 from governance.audit_values import capped, sanitize_arguments, utf8
 from governance.effects import Effect
 from governance.identity import CallContext, current_call
-from storage import Database, StorageError
+from storage import DRIVER_ERRORS, Connection, Database, Row, StorageError
 
 GENESIS_HASH = "0" * 64
 """The ``prev_hash`` of the first row."""
@@ -160,13 +158,13 @@ class AuditLog:
         try:
             async with self._db.transaction() as conn:
                 await self.append(conn, columns)
-        except sqlite3.Error as exc:
+        except DRIVER_ERRORS as exc:
             raise AuditError(f"Cannot append to the audit trail: {sentence(str(exc))}") from exc
         return AuditRow.from_columns(columns)
 
     async def record_in(
         self,
-        conn: aiosqlite.Connection,
+        conn: Connection,
         *,
         function: str,
         arguments: Mapping[str, Any],
@@ -182,7 +180,7 @@ class AuditLog:
         await self.append(conn, columns)
         return AuditRow.from_columns(columns)
 
-    async def append(self, conn: aiosqlite.Connection, columns: dict[str, Any]) -> None:
+    async def append(self, conn: Connection, columns: dict[str, Any]) -> None:
         """Chain and insert prepared columns; the caller holds the write transaction."""
         # Read the head inside the same BEGIN IMMEDIATE transaction: no other writer, in any
         # process, can append between this read and the insert below.
@@ -327,5 +325,5 @@ def _row_problem(columns: Mapping[str, Any], prev_id: int | None, prev_hash: str
     return None
 
 
-def _as_dict(row: sqlite3.Row) -> dict[str, Any]:
+def _as_dict(row: Row) -> dict[str, Any]:
     return dict(zip(row.keys(), row, strict=True))

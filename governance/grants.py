@@ -20,13 +20,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import aiosqlite
-
 from governance.errors import ApprovalRequiredError
 from governance.intent import args_hash
 from governance.principals import same_principal
+from storage import Connection
 
-CommitHook = Callable[[aiosqlite.Connection, str], Awaitable[None]]
+CommitHook = Callable[[Connection, str], Awaitable[None]]
 
 
 @dataclass
@@ -70,9 +69,7 @@ def granting(grant: Grant) -> Iterator[Grant]:
         _GRANT.reset(token)
 
 
-async def redeem(
-    conn: aiosqlite.Connection, grant: Grant | None, function: str, arguments: Mapping[str, Any]
-) -> str | None:
+async def redeem(conn: Connection, grant: Grant | None, function: str, arguments: Mapping[str, Any]) -> str | None:
     """Check a grant inside the write's transaction; return the first result if the action already ran.
 
     On success the grant also carries who requested and who approved the action, read from the same row.
@@ -130,7 +127,7 @@ async def redeem(
     return None
 
 
-async def complete(conn: aiosqlite.Connection, grant: Grant, result: str) -> None:
+async def complete(conn: Connection, grant: Grant, result: str) -> None:
     """Record the executed action's result and its idempotency record (and audit row, via the hook)."""
     now = datetime.now(UTC).isoformat(timespec="seconds")
     await conn.execute(
@@ -138,8 +135,8 @@ async def complete(conn: aiosqlite.Connection, grant: Grant, result: str) -> Non
         (now, result, grant.approval_id),
     )
     await conn.execute(
-        "INSERT OR IGNORE INTO idempotency (intent_key, function, result, created_at) "
-        "SELECT intent_key, function, ?, ? FROM approvals WHERE approval_id = ?",
+        "INSERT INTO idempotency (intent_key, function, result, created_at) "
+        "SELECT intent_key, function, ?, ? FROM approvals WHERE approval_id = ? ON CONFLICT DO NOTHING",
         (result, now, grant.approval_id),
     )
     grant.executed = True
@@ -148,7 +145,7 @@ async def complete(conn: aiosqlite.Connection, grant: Grant, result: str) -> Non
         grant.committed = True
 
 
-async def refuse(conn: aiosqlite.Connection, grant: Grant, reason: str) -> str:
+async def refuse(conn: Connection, grant: Grant, reason: str) -> str:
     """Record, in the write's transaction, that the approved action did not run because its preconditions changed.
 
     The approval is marked refused (stored ``rejected`` with ``refused_at``, reported ``refused``) with the reason,

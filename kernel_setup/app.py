@@ -175,7 +175,7 @@ async def open_app(
     Raises:
         SettingsError: `Approval.Policy` names a plugin or function the kernel does not have.
     """
-    db = await Database.open(settings.database_path)
+    db = await Database.open(settings.database_target)
     owned = manuals is None
     manuals = manuals or document_index(settings, embedder)
     staleness = Staleness(settings.telemetry.stale_after_seconds, clock)

@@ -20,6 +20,7 @@ from kernel_setup.settings_sections import Section as _Section
 from kernel_setup.settings_sections import alias as _alias
 from kernel_setup.settings_sections import comma_separated
 from kernel_setup.tracing_settings import TracingSettings
+from storage.urls import describe_url, is_postgres_url, mask_url
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 _HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])"  # a DNS name, an IPv4 address or a bracketed IPv6 one
@@ -44,10 +45,27 @@ class PolicyDecision(str, Enum):
 
 
 class DatabaseSettings(_Section):
-    """The SQLite file holding the asset registry, audit log, approvals and sessions."""
+    """Where the asset registry, audit log, approvals and sessions live: an SQLite file, or a PostgreSQL server.
+
+    ``Url`` (a ``postgresql://`` URL) selects PostgreSQL; without it the SQLite file at ``Path`` is used.
+    """
 
     model_config = ConfigDict(alias_generator=_alias)
     path: str = "data/pumpops.db"
+    url: SecretStr | None = None
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _postgres_url(cls, value: object) -> object:
+        text = value.get_secret_value() if isinstance(value, SecretStr) else value
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        if not isinstance(text, str) or not is_postgres_url(text):
+            raise ValueError(
+                "Database.Url must be a PostgreSQL URL such as postgresql://user:password@host:5432/pumpops "
+                "(leave it out to use the SQLite file at Database.Path)"
+            )
+        return text.strip()
 
 
 class ChatSettings(_Section):
@@ -241,14 +259,30 @@ class Settings(_Section):
 
     @property
     def database_path(self) -> Path:
-        """The SQLite file, resolved."""
+        """The SQLite file, resolved (used only when no `Database.Url` is set)."""
         return self.resolve(self.database.path)
+
+    @property
+    def database_target(self) -> str | Path:
+        """What `storage.Database.open` opens: the PostgreSQL URL when `Database.Url` is set, else the SQLite file."""
+        url = self.database.url
+        return url.get_secret_value() if url is not None else self.database_path
+
+    @property
+    def database_description(self) -> str:
+        """The effective database for people: the engine and the file, or the server and database (no password)."""
+        url = self.database.url
+        if url is None:
+            return f"SQLite {self.database_path}"
+        return f"PostgreSQL {describe_url(url.get_secret_value())}"
 
     def to_display(self) -> dict[str, Any]:
         """Return the effective settings as `appsettings.json` spells them, secrets masked."""
         data = self.model_dump(mode="json", by_alias=True)
         secret = self.qdrant.api_key
         data["Qdrant"]["ApiKey"] = None if secret is None else "********"
+        url = self.database.url
+        data["Database"]["Url"] = None if url is None else mask_url(url.get_secret_value())
         for source in data["Telemetry"]["Mqtt"] + data["Telemetry"]["OpcUa"]:
             source["Password"] = None if source.get("Password") is None else "********"
         return data

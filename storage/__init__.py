@@ -1,6 +1,8 @@
-"""SQLite persistence shared by the registry, the audit trail, approvals and sessions."""
+"""Persistence shared by the registry, the audit trail, approvals and sessions: an SQLite file or PostgreSQL."""
 
+from storage.connection import DRIVER_ERRORS, INTEGRITY_ERRORS, Connection, Row
 from storage.database import Database
+from storage.dialect import Dialect
 from storage.errors import StorageError
 
-__all__ = ["Database", "StorageError"]
+__all__ = ["DRIVER_ERRORS", "INTEGRITY_ERRORS", "Connection", "Database", "Dialect", "Row", "StorageError"]

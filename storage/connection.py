@@ -22,18 +22,26 @@ class Row(Protocol):
 
     def __len__(self) -> int: ...
 
-    def keys(self) -> Any: ...
+    def keys(self) -> Any:
+        """The column names."""
+        ...
 
 
 class Cursor(Protocol):
     """The outcome of one statement: its rows and how many rows it changed."""
 
     @property
-    def rowcount(self) -> int: ...
+    def rowcount(self) -> int:
+        """How many rows the statement changed."""
+        ...
 
-    async def fetchone(self) -> Any: ...
+    async def fetchone(self) -> Any:
+        """The first row, or None."""
+        ...
 
-    async def fetchall(self) -> Iterable[Any]: ...
+    async def fetchall(self) -> Iterable[Any]:
+        """Every row."""
+        ...
 
 
 class Execution(Protocol):
@@ -49,9 +57,17 @@ class Execution(Protocol):
 class Connection(Protocol):
     """The connection inside `Database.transaction()`: statements run in that one transaction."""
 
-    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Execution: ...
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any:
+        """One statement, awaited or entered (an `Execution`; typed loosely, as aiosqlite's own result is)."""
+        ...
 
-    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Awaitable[Any]: ...
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Awaitable[Any]:
+        """One statement for each row of parameters."""
+        ...
+
+    def execute_fetchall(self, sql: str, parameters: Sequence[Any] = ..., /) -> Awaitable[Iterable[Any]]:
+        """Every row of one query."""
+        ...
 
 
 DRIVER_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, asyncpg.PostgresError, asyncpg.InterfaceError)

@@ -10,13 +10,7 @@ from typing import Any
 
 from storage.connection import Connection, Row
 from storage.dialect import Dialect
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres_url(target: str | Path) -> bool:
-    """Whether ``target`` names a PostgreSQL server (a URL) rather than an SQLite file (a path)."""
-    return isinstance(target, str) and target.strip().lower().startswith(POSTGRES_SCHEMES)
+from storage.urls import is_postgres_url
 
 
 class Database(ABC):

@@ -21,13 +21,30 @@ class Dialect:
 
     @property
     def is_postgres(self) -> bool:
+        """Whether this is PostgreSQL's spelling."""
         return self.name == "postgresql"
 
     def julian_days(self, expression: str) -> str:
         """SQL for the instant in ``expression`` (a stored ISO-8601 UTC text) as fractional days."""
         if self.is_postgres:
-            return f"(EXTRACT(EPOCH FROM CAST({expression} AS timestamptz)) / 86400.0)"
+            # Through text first: a bare parameter cast to timestamptz would make the driver expect a datetime.
+            return f"(EXTRACT(EPOCH FROM CAST(CAST({expression} AS TEXT) AS timestamptz)) / 86400.0)"
         return f"julianday({expression})"
+
+    def number_after(self, column: str, prefix: str) -> str:
+        """SQL for the number after ``prefix`` in ``column`` (``PUMP-012`` gives 12), NULL where none follows it.
+
+        ``prefix`` is a constant of the product's own (an id scheme), never input.
+        """
+        if self.is_postgres:
+            return f"CAST(substring({column} from '^{prefix}([0-9]+)$') AS BIGINT)"
+        return f"CASE WHEN {column} GLOB '{prefix}[0-9]*' THEN CAST(substr({column}, {len(prefix) + 1}) AS INTEGER) END"
+
+    def json_number(self, column: str, key: str) -> str:
+        """SQL for the number at top-level ``key`` of the JSON text in ``column`` (NULL when absent)."""
+        if self.is_postgres:
+            return f"CAST(CAST({column} AS json) ->> '{key}' AS DOUBLE PRECISION)"
+        return f"json_extract({column}, '$.{key}')"
 
 
 SQLITE = Dialect("sqlite")
@@ -61,6 +78,9 @@ _DDL_TYPES = (
     # SQLite REAL is an 8-byte float; PostgreSQL's REAL is 4 bytes.
     (re.compile(r"\bREAL\b"), "DOUBLE PRECISION"),
     (re.compile(r"\)\s*WITHOUT ROWID"), ")"),
+    # SQLite compares text byte by byte; PostgreSQL by the database's locale unless told otherwise. Ids and the
+    # stored timestamps must sort the same on both.
+    (re.compile(r"\bTEXT\b"), 'TEXT COLLATE "C"'),
 )
 
 

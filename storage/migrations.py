@@ -267,7 +267,8 @@ async def apply_migrations(db: Database) -> list[int]:
     postgres = db.dialect.is_postgres
     async with db.transaction() as conn:
         await conn.execute(
-            "CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS _migrations "
+            "(id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
     done = {row["id"] for row in await db.fetch_all("SELECT id FROM _migrations")}
     applied: list[int] = []

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Generator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 import asyncpg
 
@@ -17,6 +16,7 @@ from storage.database import Database
 from storage.dialect import POSTGRES, to_postgres
 from storage.errors import StorageError
 from storage.migrations import apply_migrations
+from storage.urls import describe_url
 
 WRITE_LOCK_KEY = 0x50554D50  # "PUMP": the transaction-scoped advisory lock every write transaction takes first
 READ_POOL_SIZE = 4
@@ -40,6 +40,7 @@ class PostgresDatabase(Database):
 
     @property
     def description(self) -> str:
+        """The server and database, without the password."""
         return f"PostgreSQL {describe_url(self.url)}"
 
     @classmethod
@@ -48,10 +49,13 @@ class PostgresDatabase(Database):
         where = describe_url(url)
         try:
             writer = await asyncpg.connect(url, timeout=CONNECT_TIMEOUT_S)
+            await _configure(writer)
         except Exception as exc:
             raise StorageError(connect_failure(where, exc)) from exc
         try:
-            pool = await asyncpg.create_pool(url, min_size=1, max_size=READ_POOL_SIZE, timeout=CONNECT_TIMEOUT_S)
+            pool = await asyncpg.create_pool(
+                url, min_size=1, max_size=READ_POOL_SIZE, timeout=CONNECT_TIMEOUT_S, init=_configure
+            )
         except Exception as exc:
             await writer.close()
             raise StorageError(connect_failure(where, exc)) from exc
@@ -102,19 +106,30 @@ class PostgresDatabase(Database):
                 await transaction.commit()
 
 
+async def _configure(conn: asyncpg.Connection) -> None:
+    """Make results read as on SQLite: ``numeric`` (what AVG and SUM of integers give) as a float, not a Decimal."""
+    await conn.set_type_codec("numeric", encoder=str, decoder=float, schema="pg_catalog", format="text")
+
+
 class PostgresConnection:
     """The `storage.Connection` of a PostgreSQL transaction: SQLite-style SQL in, asyncpg calls out."""
 
     def __init__(self, conn: asyncpg.Connection) -> None:
-        self._conn = conn
+        self.raw = conn
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> _Execution:
-        return _Execution(self._conn, to_postgres(sql), tuple(parameters))
+        """One statement, run when awaited or entered (``async with conn.execute(...) as cursor``)."""
+        return _Execution(self.raw, to_postgres(sql), tuple(parameters))
 
     async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> None:
+        """One statement for each row of parameters (no count: `storage.bulk` counts)."""
         rows = [tuple(row) for row in parameters]
         if rows:
-            await self._conn.executemany(to_postgres(sql), rows)
+            await self.raw.executemany(to_postgres(sql), rows)
+
+    async def execute_fetchall(self, sql: str, parameters: Sequence[Any] = (), /) -> list[asyncpg.Record]:
+        """Every row of one query (aiosqlite's method of the same name)."""
+        return list(await self.raw.fetch(to_postgres(sql), *parameters))
 
 
 class _Execution:
@@ -167,32 +182,6 @@ def _changed(status: str) -> int:
     """The row count at the end of a command tag such as ``UPDATE 3`` or ``INSERT 0 1``; 0 when it has none."""
     last = status.rsplit(" ", 1)[-1]
     return int(last) if last.isdigit() else 0
-
-
-def describe_url(url: str) -> str:
-    """``user@host:port/database`` for messages: every part a reader needs to find the server, never the password."""
-    try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname or "localhost"
-        port = parts.port or 5432
-    except ValueError:
-        return "(an unreadable PostgreSQL URL)"
-    user = f"{unquote(parts.username)}@" if parts.username else ""
-    database = unquote(parts.path.lstrip("/")) or "(default database)"
-    return f"{user}{host}:{port}/{database}"
-
-
-def mask_url(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for `pumpops config show`)."""
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:
-        return "(an unreadable PostgreSQL URL)"
-    if parts.password is None:
-        return url.strip()
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return parts._replace(netloc=f"{user}:***@{netloc[1]}").geturl()
 
 
 def connect_failure(where: str, exc: BaseException) -> str:

@@ -37,6 +37,7 @@ class SqliteDatabase(Database):
 
     @property
     def description(self) -> str:
+        """The engine and the file."""
         return f"SQLite {self.path}"
 
     @classmethod

@@ -25,9 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import aiosqlite
-
-from storage import Database
+from storage import Connection, Database
+from storage.bulk import dialect_of
 from twin.iso10816 import Zone, assess
 from twin.models import BadDirection, Foundation, SensorType, Severity
 from twin.readings import Reading
@@ -297,13 +296,10 @@ class AlarmRules:
         return raised
 
 
-async def _next_alarm_number(conn: aiosqlite.Connection) -> int:
+async def _next_alarm_number(conn: Connection) -> int:
     """One past the highest ``ALM-`` number in the registry (read inside the writing transaction)."""
-    rows = list(
-        await conn.execute_fetchall(
-            "SELECT MAX(CAST(substr(alarm_id, 5) AS INTEGER)) FROM alarms WHERE alarm_id GLOB 'ALM-[0-9]*'"
-        )
-    )
+    number = dialect_of(conn).number_after("alarm_id", "ALM-")
+    rows = list(await conn.execute_fetchall(f"SELECT MAX({number}) FROM alarms WHERE alarm_id LIKE 'ALM-%'"))
     return (rows[0][0] or 0) + 1 if rows else 1
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from governance import CheckedWrite, Grant, Precondition, PreconditionError, complete, redeem, refuse
-from storage import Database
+from storage import Database, Row
 from twin.errors import InvalidInputError, NotFoundError
 from twin.identifiers import ALARM, exact_record_id, normalize_alarm_id, normalize_pump_id, trimmed_text
 from twin.models import Severity
@@ -51,7 +50,7 @@ class AlarmList(BaseModel):
 UNACKNOWLEDGED = "is active and not acknowledged"
 
 
-async def require_unacknowledged(fetch: Fetch, alarm_id: str) -> sqlite3.Row:
+async def require_unacknowledged(fetch: Fetch, alarm_id: str) -> Row:
     """The alarm row, if ``alarm_id`` (canonical) is still active and not acknowledged (what acknowledging assumes).
 
     Raises:
@@ -75,7 +74,11 @@ async def require_unacknowledged(fetch: Fetch, alarm_id: str) -> sqlite3.Row:
     return row
 
 
-_FILTER = "(?1 IS NULL OR severity = ?1) AND (?2 IS NULL OR pump_id = ?2) AND (?3 = 0 OR active = 1)"
+# A parameter tested for NULL is cast to its type: PostgreSQL cannot infer the type of a bare ``? IS NULL``.
+_FILTER = (
+    "(CAST(?1 AS TEXT) IS NULL OR severity = ?1) AND (CAST(?2 AS TEXT) IS NULL OR pump_id = ?2) "
+    "AND (?3 = 0 OR active = 1)"
+)
 
 
 class AlarmService:

@@ -15,6 +15,14 @@ MAX_PUMPS_LISTED = 50
 MAX_LOCATION_LENGTH = 200
 
 
+# A parameter tested for NULL is cast to its type: PostgreSQL cannot infer the type of a bare ``? IS NULL``.
+# LOWER on both sides: SQLite's LIKE ignores ASCII case, PostgreSQL's does not.
+_PUMP_FILTER = (
+    "(CAST(?1 AS TEXT) IS NULL OR p.status = ?1) "
+    "AND (CAST(?2 AS TEXT) IS NULL OR LOWER(p.location) LIKE LOWER(?2) ESCAPE '\\')"
+)
+
+
 class _Result(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -195,17 +203,16 @@ class AssetService:
             filters["location"] = location
         params = (status.value if status is not None else None, pattern)
         count_row = await self._db.fetch_one(
-            "SELECT COUNT(*) AS n FROM pumps p "
-            "WHERE (?1 IS NULL OR p.status = ?1) AND (?2 IS NULL OR p.location LIKE ?2 ESCAPE '\\')",
+            "SELECT COUNT(*) AS n FROM pumps p WHERE " + _PUMP_FILTER,
             params,
         )
         count = count_row["n"] if count_row else 0
         rows = await self._db.fetch_all(
-            """
+            f"""
             SELECT p.pump_id, p.name, p.location, p.model, p.status,
                    (SELECT COUNT(*) FROM alarms a WHERE a.pump_id = p.pump_id AND a.active = 1) AS active_alarms
             FROM pumps p
-            WHERE (?1 IS NULL OR p.status = ?1) AND (?2 IS NULL OR p.location LIKE ?2 ESCAPE '\\')
+            WHERE {_PUMP_FILTER}
             ORDER BY p.pump_id
             LIMIT ?3
             """,

@@ -104,16 +104,14 @@ async def generate_fleet(
 
 
 async def _next_pump_number(db: Database) -> int:
-    row = await db.fetch_one(
-        "SELECT MAX(CAST(substr(pump_id, 6) AS INTEGER)) AS n FROM pumps WHERE pump_id GLOB 'PUMP-[0-9]*'"
-    )
+    number = db.dialect.number_after("pump_id", "PUMP-")
+    row = await db.fetch_one(f"SELECT MAX({number}) AS n FROM pumps WHERE pump_id LIKE 'PUMP-%'")
     return (row["n"] or 0) + 1 if row is not None else 1
 
 
 async def _next_alarm_number(db: Database) -> int:
-    row = await db.fetch_one(
-        "SELECT MAX(CAST(substr(alarm_id, 5) AS INTEGER)) AS n FROM alarms WHERE alarm_id GLOB 'ALM-[0-9]*'"
-    )
+    number = db.dialect.number_after("alarm_id", "ALM-")
+    row = await db.fetch_one(f"SELECT MAX({number}) AS n FROM alarms WHERE alarm_id LIKE 'ALM-%'")
     return (row["n"] or 0) + 1 if row is not None else 1
 
 

@@ -6,27 +6,25 @@ At proposal the check reads (`storage.Database.fetch_one`); at execution it read
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import aiosqlite
-
 from governance import Precondition, PreconditionError
+from storage import Connection, Row
 from twin.errors import NotFoundError
 
-Fetch = Callable[[str, Sequence[Any]], Awaitable[sqlite3.Row | None]]
+Fetch = Callable[[str, Sequence[Any]], Awaitable[Row | None]]
 """Run a parameterized SELECT and return its first row: `storage.Database.fetch_one`, or `in_transaction(conn)`."""
 
 IN_SERVICE = "is in the asset registry and not decommissioned"
 
 
-def in_transaction(conn: aiosqlite.Connection) -> Fetch:
+def in_transaction(conn: Connection) -> Fetch:
     """A `Fetch` reading inside the write's own transaction (what it sees is what it writes against)."""
 
-    async def fetch(sql: str, params: Sequence[Any]) -> sqlite3.Row | None:
+    async def fetch(sql: str, params: Sequence[Any]) -> Row | None:
         async with conn.execute(sql, params) as cursor:
-            row: sqlite3.Row | None = await cursor.fetchone()
+            row: Row | None = await cursor.fetchone()
         return row
 
     return fetch

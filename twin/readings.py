@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from operator import attrgetter, itemgetter
 
 from storage import Database
+from storage.bulk import insert_new
 from twin.models import SensorType
 from twin.timestamps import format_ts
 
@@ -42,7 +43,7 @@ class StoredBatch:
     unknown: int
 
 
-_INSERT = "INSERT OR IGNORE INTO readings (sensor_id, recorded_at, value) VALUES (?, ?, ?)"
+_COLUMNS = ("sensor_id", "recorded_at", "value")
 # Rows per INSERT ... RETURNING statement: 3 parameters a row stay under SQLite's oldest limit of 999 parameters.
 _ROWS_PER_INSERT = 300
 _LATEST = (
@@ -84,9 +85,7 @@ class ReadingStore:
             # Optimistic: one executemany, the common case of a batch with no duplicate (stored or within it);
             # the unique key ignores any, and a count short of the rows sends the batch down the careful path.
             async with self._db.transaction() as conn:
-                before = conn.total_changes
-                await conn.executemany(_INSERT, rows)
-                if conn.total_changes - before != len(rows):
+                if await insert_new(conn, "readings", _COLUMNS, rows) != len(rows):
                     raise _SomeStoredAlready
                 await conn.executemany(_LATEST, _newest(rows))
             inserted = sorted(known, key=_AT)
@@ -101,15 +100,15 @@ class ReadingStore:
         return StoredBatch(inserted=inserted, duplicates=len(readings) - unknown - len(inserted), unknown=unknown)
 
     async def _store_returning(self, rows: list[tuple[str, str, float]]) -> set[tuple[str, str]]:
-        """Insert rows naming those actually inserted (RETURNING skips the keys OR IGNORE left alone)."""
+        """Insert rows naming those actually inserted (RETURNING skips the keys the conflict clause left alone)."""
         written: set[tuple[str, str]] = set()
         async with self._db.transaction() as conn:
             for start in range(0, len(rows), _ROWS_PER_INSERT):
                 chunk = rows[start : start + _ROWS_PER_INSERT]
                 sql = (
-                    "INSERT OR IGNORE INTO readings (sensor_id, recorded_at, value) VALUES "
+                    "INSERT INTO readings (sensor_id, recorded_at, value) VALUES "
                     + ",".join(["(?, ?, ?)"] * len(chunk))
-                    + " RETURNING sensor_id, recorded_at"
+                    + " ON CONFLICT DO NOTHING RETURNING sensor_id, recorded_at"
                 )
                 returned = await conn.execute_fetchall(sql, [field for row in chunk for field in row])
                 written.update((row[0], row[1]) for row in returned)

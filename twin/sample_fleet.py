@@ -10,9 +10,7 @@ import math
 import random
 from datetime import UTC, datetime, timedelta
 
-import aiosqlite
-
-from storage import Database
+from storage import Connection, Database
 from twin.iso10816 import boundaries
 from twin.models import SENSOR_SPECS, SensorType
 from twin.sample_fleet_data import SAMPLE_ALARMS, SAMPLE_MAINTENANCE, SAMPLE_PUMPS, AlarmSpec, PumpSpec
@@ -76,7 +74,7 @@ async def load_sample_fleet(db: Database, now: datetime | None = None) -> bool:
     return True
 
 
-async def _insert_pump(conn: aiosqlite.Connection, spec: PumpSpec, stamps: list[str], rng: random.Random) -> None:
+async def _insert_pump(conn: Connection, spec: PumpSpec, stamps: list[str], rng: random.Random) -> None:
     """One pump, its sensors and their reading histories (one reading per stamp)."""
     await conn.execute(
         "INSERT INTO pumps (pump_id, name, location, model, power_kw, rated_speed_rpm, machine_group, "
@@ -118,7 +116,7 @@ async def _insert_pump(conn: aiosqlite.Connection, spec: PumpSpec, stamps: list[
         )
 
 
-async def _insert_alarm(conn: aiosqlite.Connection, alarm: AlarmSpec, now: datetime) -> None:
+async def _insert_alarm(conn: Connection, alarm: AlarmSpec, now: datetime) -> None:
     """One alarm, raised ``hours_ago`` before ``now``; an inactive one cleared eight hours after it was raised."""
     raised = now - timedelta(hours=alarm.hours_ago)
     await conn.execute(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime, timedelta
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict
 
-from storage import Database
+from storage import Database, Row
 from twin.errors import InvalidInputError, NotFoundError
 from twin.freshness import Staleness, stale_field
 from twin.identifiers import normalize_pump_id
@@ -109,8 +108,8 @@ class SensorService:
         pump = normalize_pump_id(pump_id) if pump_id is not None and pump_id.strip() else None
         params = (sensor_type.value, pump, min_value)
         where = (
-            "s.sensor_type = ?1 AND s.latest_value IS NOT NULL AND (?2 IS NULL OR s.pump_id = ?2) "
-            "AND (?3 IS NULL OR s.latest_value >= ?3)"
+            "s.sensor_type = ?1 AND s.latest_value IS NOT NULL AND (CAST(?2 AS TEXT) IS NULL OR s.pump_id = ?2) "
+            "AND (CAST(?3 AS DOUBLE PRECISION) IS NULL OR s.latest_value >= ?3)"
         )
         count_row = await self._db.fetch_one("SELECT COUNT(*) AS n FROM sensors s WHERE " + where, params)
         count = count_row["n"] if count_row else 0
@@ -165,11 +164,12 @@ class SensorService:
             return empty
         end_dt = parse_ts(end)
         start = format_ts(end_dt - timedelta(days=days))
+        jd = self._db.dialect.julian_days
         stats = await self._db.fetch_one(
-            """
+            f"""
             SELECT COUNT(*) AS n, MIN(value) AS lo, MAX(value) AS hi, AVG(value) AS mean,
                    SUM(x) AS sx, SUM(value) AS sy, SUM(x * value) AS sxy, SUM(x * x) AS sxx
-            FROM (SELECT julianday(recorded_at) - julianday(?2) AS x, value
+            FROM (SELECT {jd("recorded_at")} - {jd("?2")} AS x, value
                   FROM readings WHERE sensor_id = ?1 AND recorded_at >= ?2 AND recorded_at <= ?3)
             """,
             (sensor["sensor_id"], start, end),
@@ -201,7 +201,7 @@ class SensorService:
             }
         )
 
-    async def _sensor(self, pump_id: str, wanted: str, sensor_type: SensorType) -> sqlite3.Row:
+    async def _sensor(self, pump_id: str, wanted: str, sensor_type: SensorType) -> Row:
         """The pump's sensor of ``sensor_type`` (``wanted`` is ``pump_id`` normalized).
 
         Raises:
@@ -220,7 +220,7 @@ class SensorService:
         return sensor
 
 
-def _reading(row: sqlite3.Row, sensor_type: SensorType, staleness: Staleness) -> SensorReading:
+def _reading(row: Row, sensor_type: SensorType, staleness: Staleness) -> SensorReading:
     """One row of `SensorService.latest_readings` as a reading, with its ISO 10816-3 zone for vibration."""
     spec = SENSOR_SPECS[sensor_type]
     value = row["latest_value"]

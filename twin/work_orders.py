@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from governance import CheckedWrite, Grant, Precondition, PreconditionError, complete, redeem, refuse
 from storage import Database
+from storage.bulk import dialect_of
 from twin.errors import NotFoundError
 from twin.identifiers import PUMP, exact_record_id, normalize_pump_id, trimmed_text
 from twin.preconditions import Fetch, in_transaction, pump_in_service, require_pump_in_service
@@ -107,7 +108,7 @@ async def require_order_state(fetch: Fetch, pump_id: str, summary: str) -> None:
     await require_pump_in_service(fetch, pump_id)
     open_order = await fetch(
         "SELECT work_order_id, status, created_at, requested_by FROM work_orders "
-        "WHERE pump_id = ? AND status IN ('open', 'in_progress') AND summary = ? COLLATE NOCASE "
+        "WHERE pump_id = ? AND status IN ('open', 'in_progress') AND LOWER(summary) = LOWER(?) "
         "ORDER BY created_at, work_order_id LIMIT 1",
         (pump_id, summary),
     )
@@ -169,7 +170,7 @@ class WorkOrderService:
             except (NotFoundError, PreconditionError) as exc:
                 return await refuse(conn, grant, str(exc))
             async with conn.execute(
-                "SELECT COALESCE(MAX(CAST(substr(work_order_id, 4) AS INTEGER)), 0) + 1 FROM work_orders"
+                f"SELECT COALESCE(MAX({dialect_of(conn).number_after('work_order_id', 'WO-')}), 0) + 1 FROM work_orders"
             ) as cursor:
                 row = await cursor.fetchone()
             work_order_id = f"WO-{(row[0] if row else 1):04d}"
@@ -205,7 +206,7 @@ class WorkOrderService:
         """Work orders, newest first, filtered by pump and status; capped."""
         pump = normalize_pump_id(pump_id) if pump_id is not None and pump_id.strip() else None
         params = (pump, status.value if status is not None else None)
-        where = "(?1 IS NULL OR pump_id = ?1) AND (?2 IS NULL OR status = ?2)"
+        where = "(CAST(?1 AS TEXT) IS NULL OR pump_id = ?1) AND (CAST(?2 AS TEXT) IS NULL OR status = ?2)"
         count_row = await self._db.fetch_one("SELECT COUNT(*) AS n FROM work_orders WHERE " + where, params)
         count = count_row["n"] if count_row else 0
         rows = await self._db.fetch_all(

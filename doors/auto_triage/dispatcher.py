@@ -106,8 +106,8 @@ class AutoTriage:
         Raises:
             TriageAlreadyRunning: another process runs automatic triage on this database.
         """
-        lease = TriageLease(self._app.settings.database_path)
-        lease.acquire()
+        lease = TriageLease(self._app.settings.database_target)
+        await lease.acquire()
         try:
             while True:
                 try:
@@ -119,7 +119,7 @@ class AutoTriage:
                     )
                 await asyncio.sleep(self._settings.poll_seconds)
         finally:
-            lease.release()
+            await lease.release()
 
     async def run_once(self) -> list[TriageRecord]:
         """Handle what is pending now; return the records written (the first-run baseline included)."""

@@ -150,10 +150,11 @@ class TriageLog:
 
     async def pending(self) -> list[Pending]:
         """Alarms with no row, or with a failed row still due its retry; most severe, then oldest first."""
+        attempts = self._db.dialect.json_number("t.result", "attempts")
         rows = await self._db.fetch_all(
-            "SELECT a.*, COALESCE(json_extract(t.result, '$.attempts'), 0) AS attempts FROM alarms a "
+            f"SELECT a.*, COALESCE({attempts}, 0) AS attempts FROM alarms a "
             "LEFT JOIN alarm_triage t ON t.alarm_id = a.alarm_id "
-            "WHERE t.alarm_id IS NULL OR (t.status = 'failed' AND COALESCE(json_extract(t.result, '$.attempts'), "
+            f"WHERE t.alarm_id IS NULL OR (t.status = 'failed' AND COALESCE({attempts}, "
             f"?1) < ?1) ORDER BY {_SEVERITY_RANK} DESC, a.raised_at, a.alarm_id LIMIT ?2",
             (MAX_ATTEMPTS, MAX_PENDING_READ),
         )

@@ -104,13 +104,14 @@ def _require_reader(cli: CliState, command: str) -> None:
     try:
         require_role(who, "read the audit trail", Role.AUDITOR, Role.SUPERVISOR)
     except RoleError as exc:
-        if cli.settings().database_path.is_file():
+        settings = cli.settings()
+        if settings.database.url is not None or settings.database_path.is_file():
             run(cli, _record_refusal(cli, who, f"audit-{command}", str(exc)))
         fail(cli, str(exc))
 
 
 async def _record_refusal(cli: CliState, who: CallContext, function: str, reason: str) -> None:
-    db = await Database.open(cli.settings().database_path)
+    db = await Database.open(cli.settings().database_target)
     try:
         await AuditLog(db).record(function=function, arguments={}, outcome=AuditOutcome.DENIED, call=who, detail=reason)
     finally:
@@ -118,7 +119,8 @@ async def _record_refusal(cli: CliState, who: CallContext, function: str, reason
 
 
 async def _open(cli: CliState) -> Database:
-    path = cli.settings().database_path
-    if not path.is_file():
+    settings = cli.settings()
+    path = settings.database_path
+    if settings.database.url is None and not path.is_file():
         fail(cli, f"No database at {str(path)!r}. Run `pumpops db init` first, or pass --settings.")
-    return await Database.open(path)
+    return await Database.open(settings.database_target)

@@ -27,7 +27,7 @@ def init(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help=
     settings = cli.settings()
 
     async def work() -> tuple[bool, int]:
-        db = await Database.open(settings.database_path)
+        db = await Database.open(settings.database_target)
         try:
             loaded = await load_sample_fleet(db)
             row = await db.fetch_one("SELECT COUNT(*) AS n FROM pumps")
@@ -37,10 +37,10 @@ def init(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help=
 
     loaded, pumps = run(cli, work())
     if as_json:
-        print_json(cli, {"database": str(settings.database_path), "sample_loaded": loaded, "pumps": pumps})
+        print_json(cli, {"database": settings.database_description, "sample_loaded": loaded, "pumps": pumps})
         return
     what = "loaded the sample fleet" if loaded else "already initialised; nothing loaded"
-    cli.console.print(f"Database {settings.database_path}: {what} ({pumps} pumps).", highlight=False)
+    cli.console.print(f"Database {settings.database_description}: {what} ({pumps} pumps).", highlight=False)
 
 
 @app.command("generate")
@@ -61,7 +61,7 @@ def generate(
     settings = cli.settings()
 
     async def work() -> GenerationReport:
-        db = await Database.open(settings.database_path)
+        db = await Database.open(settings.database_target)
         try:
             await load_sample_fleet(db)
             columns = (

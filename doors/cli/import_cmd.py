@@ -69,7 +69,7 @@ def import_command(
     async def work() -> ImportReport:
         named = time_zone or settings.plant.time_zone
         zone = site_zone(named)
-        db = await Database.open(settings.database_path)
+        db = await Database.open(settings.database_target)
         try:
             columns = (TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"))
             with Progress(*columns, TimeElapsedColumn(), console=cli.err_console, disable=as_json) as bar:

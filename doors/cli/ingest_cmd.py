@@ -51,7 +51,7 @@ def ingest_command(
     settings = cli.settings()
 
     async def work() -> IngestReport:
-        db = await Database.open(settings.database_path)
+        db = await Database.open(settings.database_target)
         index = document_index(settings)
         try:
             columns = (TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"))

@@ -129,7 +129,7 @@ def mqtt_command(
 
 
 async def _sensors(cli: CliState, drift: str | None) -> tuple[list[SimulatedSensor], str | None]:
-    db = await Database.open(str(cli.settings().database_path))
+    db = await Database.open(cli.settings().database_target)
     try:
         sensors = await plant_sensors(db)
     finally:

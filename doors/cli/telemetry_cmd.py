@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import signal
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 import typer
@@ -78,7 +79,7 @@ def status_command(
     """
     cli = state(ctx)
     settings = cli.settings()
-    records = run(cli, _statuses(settings.database_path))
+    records = run(cli, _statuses(settings.database_target))
     configured = [s.name for s in settings.telemetry.opc_ua] + [s.name for s in settings.telemetry.mqtt]
     recorded = {r.name for r in records}
     never = [name for name in configured if name not in recorded]
@@ -106,8 +107,8 @@ def status_command(
     cli.console.print(table)
 
 
-async def _statuses(path: object) -> list[SourceRecord]:
-    db = await Database.open(str(path))
+async def _statuses(target: str | Path) -> list[SourceRecord]:
+    db = await Database.open(target)
     try:
         return await read_statuses(db)
     finally:
@@ -170,13 +171,13 @@ async def _start_triage(cli: CliState, app: AppContext) -> asyncio.Task[None] | 
         )
         return None
     triage = app.settings.triage
-    lease = TriageLease(app.settings.database_path)
+    lease = TriageLease(app.settings.database_target)
     try:
-        lease.acquire()  # checked here so the refusal is said at start; `run` takes the lease again for itself
+        await lease.acquire()  # checked here so the refusal is said at start; `run` takes the lease again for itself
     except TriageAlreadyRunning as exc:
         cli.err_console.print(f"[yellow]automatic triage is off here: {safe_text(str(exc))}[/]", highlight=False)
         return None
-    lease.release()
+    await lease.release()
     cli.err_console.print("triaging each new alarm automatically", highlight=False)
     return asyncio.create_task(_triage(cli, AutoTriage(app, triage)), name="auto-triage")
 

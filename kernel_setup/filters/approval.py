@@ -21,7 +21,6 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import aiosqlite
 from semantic_kernel import Kernel
 from semantic_kernel.filters.functions.function_invocation_context import FunctionInvocationContext
 from semantic_kernel.functions.function_result import FunctionResult
@@ -49,6 +48,7 @@ from kernel_setup.filters.audit import AUDITED_KEY, DETAIL_KEY, STATUS_KEY
 from kernel_setup.settings import ApprovalSettings, PolicyDecision
 from kernel_setup.tracing import note_audit_row
 from plugins.declarations import check_write, traits_of
+from storage import Connection
 
 POLICY_APPROVER = "policy:allow"
 
@@ -115,7 +115,7 @@ def audit_hook(
     if audit is None:
         return None
 
-    async def hook(conn: aiosqlite.Connection, result: str) -> None:
+    async def hook(conn: Connection, result: str) -> None:
         row = await audit.record_in(
             conn,
             function=function.fully_qualified_name,

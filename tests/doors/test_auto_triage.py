@@ -35,10 +35,13 @@ ANSWER = "The bearing runs hot on this pump and needs a check soon.\nURGENCY: wi
 SAMPLE_ALARMS = 7
 
 
-def settings_for(tmp_path: Path, triage: dict[str, Any] | None = None, **sections: Any) -> Settings:
+def settings_for(
+    tmp_path: Path, triage: dict[str, Any] | None = None, *, database: str | Path | None = None, **sections: Any
+) -> Settings:
+    """Settings for one test; ``database`` a PostgreSQL URL (the `database_target` fixture) or the default file."""
     path = tmp_path / "appsettings.json"
     document = {
-        "Database": {"Path": "data/t.db"},
+        "Database": {"Path": "data/t.db", **({"Url": database} if isinstance(database, str) else {})},
         "Qdrant": {"Path": ":memory:"},
         "Agent": MODEL_ONLY,
         "Triage": {"File": None, **(triage or {})},
@@ -313,18 +316,20 @@ async def test_run_polls_until_cancelled(tmp_path: Path) -> None:
     assert report.alarm_id == "ALM-0100" and records[0].alarm_id == "ALM-0100"
 
 
-async def test_a_second_dispatcher_on_the_same_database_is_refused_until_the_first_stops(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, {"PollSeconds": 0.05})
+async def test_a_second_dispatcher_on_the_same_database_is_refused_until_the_first_stops(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = settings_for(tmp_path, {"PollSeconds": 0.05}, database=database_target)
     async with open_app(settings, chat_transport=ScriptedOllama([]).transport()) as app:
         first = asyncio.create_task(AutoTriage(app, settings.triage).run())
         await asyncio.sleep(0.2)  # the first poll has run and the lease is held
         assert not first.done()
-        lease = TriageLease(settings.database_path)
+        lease = TriageLease(settings.database_target)
         with pytest.raises(TriageAlreadyRunning, match=f"process {os.getpid()}"):
-            lease.acquire()
+            await lease.acquire()
         with pytest.raises(TriageAlreadyRunning):
             await AutoTriage(app, settings.triage).run()
         first.cancel()
         await asyncio.gather(first, return_exceptions=True)
-        lease.acquire()  # free again once the first stopped
-        lease.release()
+        await lease.acquire()  # free again once the first stopped
+        await lease.release()

@@ -123,14 +123,21 @@ async def test_close_writes_what_is_held_and_stops_run(db: Database) -> None:
 
 async def refuse_readings(db: Database) -> None:
     async with db.transaction() as conn:
-        await conn.execute(
-            "CREATE TRIGGER refuse BEFORE INSERT ON readings BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
-        )
+        if db.dialect.is_postgres:
+            await conn.execute(
+                "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN RAISE EXCEPTION 'disk on fire'; END $$"
+            )
+            await conn.execute("CREATE TRIGGER refuse BEFORE INSERT ON readings EXECUTE FUNCTION refuse()")
+        else:
+            await conn.execute(
+                "CREATE TRIGGER refuse BEFORE INSERT ON readings BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+            )
 
 
 async def accept_readings(db: Database) -> None:
     async with db.transaction() as conn:
-        await conn.execute("DROP TRIGGER refuse")
+        await conn.execute("DROP TRIGGER refuse ON readings" if db.dialect.is_postgres else "DROP TRIGGER refuse")
 
 
 async def test_a_failed_batch_is_logged_and_written_at_the_next_flush(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -13,10 +12,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import aiosqlite
-
 from core.errors import sentence
-from storage import Database
+from storage import DRIVER_ERRORS, Connection, Database
 from twin.importing.checking import ReadingChecker, RowChecker
 from twin.importing.errors import PlantImportError
 from twin.importing.records import READING_COLUMNS, SPECS, Problem, Record
@@ -148,7 +145,7 @@ async def _transactions(db: Database, dry_run: bool) -> AsyncIterator[Callable[[
         async with db.transaction() as conn:
 
             @asynccontextmanager
-            async def shared() -> AsyncIterator[aiosqlite.Connection]:
+            async def shared() -> AsyncIterator[Connection]:
                 yield conn
 
             yield shared
@@ -158,7 +155,7 @@ async def _transactions(db: Database, dry_run: bool) -> AsyncIterator[Callable[[
 
 
 async def _import_file(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     kind: RecordKind,
     path: Path,
     zone: tzinfo | None,
@@ -178,7 +175,7 @@ async def _import_file(
     await conn.execute("SAVEPOINT plant_file")
     try:
         await _stream(conn, kind, rows, checker, skip_bad, progress, report)
-    except sqlite3.Error as exc:
+    except DRIVER_ERRORS as exc:
         await _roll_back(conn)
         raise PlantImportError(f"{path}: cannot be written, nothing of it was: {sentence(str(exc))}") from exc
     except BaseException:
@@ -195,7 +192,7 @@ async def _import_file(
 
 
 async def _stream(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     kind: RecordKind,
     rows: RowSource,
     checker: RowChecker | ReadingChecker,
@@ -240,14 +237,14 @@ async def _stream(
     report.imported = True
 
 
-async def _checker(conn: aiosqlite.Connection, kind: RecordKind, zone: tzinfo | None) -> RowChecker | ReadingChecker:
+async def _checker(conn: Connection, kind: RecordKind, zone: tzinfo | None) -> RowChecker | ReadingChecker:
     """The file's checker, knowing the registry's pumps (or sensors) as the file starts."""
     if kind is RecordKind.READINGS:
         return ReadingChecker(zone, await registry_sensors(conn))
     return RowChecker(kind, zone, await registry_pumps(conn) if kind is not RecordKind.PUMPS else set())
 
 
-async def _roll_back(conn: aiosqlite.Connection) -> None:
+async def _roll_back(conn: Connection) -> None:
     """Undo what the file wrote, keeping the transaction (and the files before it) going."""
     await conn.execute("ROLLBACK TO plant_file")
     await conn.execute("RELEASE plant_file")

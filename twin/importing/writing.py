@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
+from storage import Connection
+from storage.bulk import changed_by_each, insert_new
 from twin.importing.records import Record
 from twin.importing.sources import RecordKind
 
@@ -33,18 +33,18 @@ def _chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:
         yield items[start : start + size]
 
 
-async def registry_pumps(conn: aiosqlite.Connection) -> set[str]:
+async def registry_pumps(conn: Connection) -> set[str]:
     """The pump ids in the registry."""
     return {row[0] for row in await conn.execute_fetchall("SELECT pump_id FROM pumps")}
 
 
-async def registry_sensors(conn: aiosqlite.Connection) -> dict[tuple[str, str], str]:
+async def registry_sensors(conn: Connection) -> dict[tuple[str, str], str]:
     """The sensor id of each (pump id, sensor type) in the registry."""
     rows = await conn.execute_fetchall("SELECT pump_id, sensor_type, sensor_id FROM sensors ORDER BY sensor_id")
     return {(row[0], row[1]): row[2] for row in rows}
 
 
-async def write(conn: aiosqlite.Connection, kind: RecordKind, records: list[Record]) -> Counts:
+async def write(conn: Connection, kind: RecordKind, records: list[Record]) -> Counts:
     """Write one chunk of a file's checked records (readings as ``(sensor_id, recorded_at, value)``)."""
     writer = {
         RecordKind.PUMPS: _write_pumps,
@@ -57,7 +57,7 @@ async def write(conn: aiosqlite.Connection, kind: RecordKind, records: list[Reco
     return await writer(conn, records)
 
 
-async def finish(conn: aiosqlite.Connection, kind: RecordKind, touched: Iterable[str]) -> None:
+async def finish(conn: Connection, kind: RecordKind, touched: Iterable[str]) -> None:
     """After a file's last chunk, what follows its records.
 
     Sensors' latest values follow their newest readings (``touched``: sensor ids); pumps' ``last_maintenance_on``
@@ -70,7 +70,7 @@ async def finish(conn: aiosqlite.Connection, kind: RecordKind, touched: Iterable
 
 
 async def _upsert(
-    conn: aiosqlite.Connection,
+    conn: Connection,
     records: list[Record],
     select: str,
     insert: str,
@@ -97,7 +97,7 @@ async def _upsert(
     return counts
 
 
-async def _write_pumps(conn: aiosqlite.Connection, records: list[Record]) -> Counts:
+async def _write_pumps(conn: Connection, records: list[Record]) -> Counts:
     columns = (
         "pump_id, name, location, model, power_kw, rated_speed_rpm, machine_group, foundation, status, installed_on"
     )
@@ -111,7 +111,7 @@ async def _write_pumps(conn: aiosqlite.Connection, records: list[Record]) -> Cou
     )
 
 
-async def _write_sensors(conn: aiosqlite.Connection, records: list[Record]) -> Counts:
+async def _write_sensors(conn: Connection, records: list[Record]) -> Counts:
     # Keyed on "PUMP-007-vibration", the sensor id the registry gives every sensor (UNIQUE (pump_id, sensor_type)).
     keyed = [(f"{r[0]}-{r[1]}", *r) for r in records]
     return await _upsert(
@@ -125,20 +125,16 @@ async def _write_sensors(conn: aiosqlite.Connection, records: list[Record]) -> C
     )
 
 
-async def _write_readings(conn: aiosqlite.Connection, records: list[Record]) -> Counts:
+async def _write_readings(conn: Connection, records: list[Record]) -> Counts:
     """Readings in one statement per row when they are all new; an existing one is updated when its value differs."""
     counts = Counts()
     for chunk in _chunks(records, BATCH):
-        before = conn.total_changes
-        await conn.executemany("INSERT OR IGNORE INTO readings (sensor_id, recorded_at, value) VALUES (?, ?, ?)", chunk)
-        added = conn.total_changes - before
+        added = await insert_new(conn, "readings", ("sensor_id", "recorded_at", "value"), chunk)
         updated = 0
         if added < len(chunk):  # some were there: those whose value differs are updated (the new ones match)
-            before = conn.total_changes
-            await conn.executemany(
-                "UPDATE readings SET value = ?3 WHERE sensor_id = ?1 AND recorded_at = ?2 AND value != ?3", chunk
+            updated = await changed_by_each(
+                conn, "UPDATE readings SET value = ?3 WHERE sensor_id = ?1 AND recorded_at = ?2 AND value != ?3", chunk
             )
-            updated = conn.total_changes - before
         counts.added += added
         counts.updated += updated
         counts.skipped += len(chunk) - added - updated
@@ -158,7 +154,7 @@ _FOLLOW_NEWEST_READING = """
 """
 
 
-async def _write_alarms(conn: aiosqlite.Connection, records: list[Record]) -> Counts:
+async def _write_alarms(conn: Connection, records: list[Record]) -> Counts:
     columns = "alarm_id, pump_id, sensor_type, severity, message, value, raised_at, active, cleared_at"
     return await _upsert(
         conn,
@@ -170,7 +166,7 @@ async def _write_alarms(conn: aiosqlite.Connection, records: list[Record]) -> Co
     )
 
 
-async def _write_maintenance(conn: aiosqlite.Connection, records: list[Record]) -> Counts:
+async def _write_maintenance(conn: Connection, records: list[Record]) -> Counts:
     """Maintenance records matched on pump, date, kind and description (a new technician updates one).
 
     Then (`finish`) each pump's ``last_maintenance_on`` follows its newest record.
@@ -202,7 +198,7 @@ async def _write_maintenance(conn: aiosqlite.Connection, records: list[Record]) 
     return counts
 
 
-async def _write_work_orders(conn: aiosqlite.Connection, records: list[Record]) -> Counts:
+async def _write_work_orders(conn: Connection, records: list[Record]) -> Counts:
     """Work orders of the site's CMMS, matched on their id; an imported one has no approval (``approval_id`` NULL).
 
     Importing them is an administrator's import of what the site already did, not an agent write: it goes through

@@ -1,0 +1,87 @@
+"""A real PostgreSQL server for the tests: pgserver's binaries, started once per test session in a temp folder.
+
+Each test gets its own database, copied from a template that holds the migrated schema (copying is much faster
+than migrating), and dropped when the test ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import warnings
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from storage import Database
+from storage.urls import with_database
+
+BACKENDS = ("sqlite", "postgresql")
+TEMPLATE = "pumpops_template"
+_numbers = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class PostgresServer:
+    """A running server: the URL of its maintenance database, and the URL form of any other database on it."""
+
+    admin_url: str
+
+    def url(self, database: str) -> str:
+        """The URL of ``database`` on this server."""
+        return with_database(self.admin_url, database)
+
+
+def start_server(folder: Path) -> PostgresServer:
+    """Start the server (skipping the PostgreSQL runs, with the reason, when it cannot start) and build the template."""
+    try:
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (as under CI) and falls back to /tmp: harmless here.
+            warnings.simplefilter("ignore")
+            import pgserver
+
+            server = pgserver.get_server(folder / "data", cleanup_mode="stop")
+            admin_url = server.get_uri()
+    except Exception as exc:  # the reason goes into the skip, so CI shows why PostgreSQL did not run
+        pytest.skip(f"PostgreSQL tests skipped: pgserver could not start a server ({type(exc).__name__}: {exc})")
+    postgres = PostgresServer(admin_url)
+    # Its own thread and event loop: the first test to ask for the server may be running in a loop already.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, _build_template(postgres)).result()
+    return postgres
+
+
+async def _build_template(server: PostgresServer) -> None:
+    admin = await asyncpg.connect(server.admin_url)
+    try:
+        await admin.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
+        await admin.execute(f"CREATE DATABASE {TEMPLATE}")
+    finally:
+        await admin.close()
+    database = await Database.open(server.url(TEMPLATE))
+    await database.close()
+
+
+@asynccontextmanager
+async def fresh_database(server: PostgresServer) -> AsyncIterator[str]:
+    """A new database copied from the template; dropped (its connections ended) afterwards."""
+    name = f"test_{os.getpid()}_{next(_numbers)}"
+    admin = await asyncpg.connect(server.admin_url)
+    try:
+        await admin.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+    finally:
+        await admin.close()
+    try:
+        yield server.url(name)
+    finally:
+        admin = await asyncpg.connect(server.admin_url)
+        try:
+            await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        finally:
+            await admin.close()
