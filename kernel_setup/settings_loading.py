@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from core.errors import sentence
 from kernel_setup.errors import SettingsError
 from kernel_setup.settings import Settings
+from storage.urls import mask_url
 
 ENV_PREFIX = "PUMPOPS_"
 SETTINGS_ENV_VAR = "PUMPOPS_SETTINGS"
@@ -188,9 +189,21 @@ def _describe_validation_error(exc: ValidationError, source: str) -> str:
             lines.append(f"  - {key}: unknown key. Allowed here: {', '.join(allowed)}.")
         else:
             value = error.get("input")
-            shown = "" if isinstance(value, dict) else f" (got {value!r})"
+            shown = "" if isinstance(value, dict) else f" (got {_shown(str(error['loc'][-1]), value)})"
             lines.append(f"  - {key}: {error['msg']}{shown}.")
     return "\n".join(lines)
+
+
+_SECRET_KEYS = frozenset({"Password", "ApiKey", "Token", "Secret"})
+
+
+def _shown(key: str, value: object) -> str:
+    """A refused value as an error may echo it: never a secret, and a URL without its password."""
+    if key in _SECRET_KEYS:
+        return "a value, not shown"
+    if isinstance(value, str) and "://" in value:
+        return repr(mask_url(value))
+    return repr(value)
 
 
 def _allowed_keys(parent: tuple[int | str, ...]) -> list[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import warnings
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -20,6 +19,7 @@ import asyncpg
 import pytest
 
 from storage import Database
+from storage.local_server import start_postgres
 from storage.urls import with_database
 
 BACKENDS = ("sqlite", "postgresql")
@@ -41,16 +41,10 @@ class PostgresServer:
 def start_server(folder: Path) -> PostgresServer:
     """Start the server (skipping the PostgreSQL runs, with the reason, when it cannot start) and build the template."""
     try:
-        with warnings.catch_warnings():
-            # platformdirs warns when XDG_RUNTIME_DIR is unset (as under CI) and falls back to /tmp: harmless here.
-            warnings.simplefilter("ignore")
-            import pgserver
-
-            server = pgserver.get_server(folder / "data", cleanup_mode="stop")
-            admin_url = server.get_uri()
+        local = start_postgres(folder / "data")
     except Exception as exc:  # the reason goes into the skip, so CI shows why PostgreSQL did not run
         pytest.skip(f"PostgreSQL tests skipped: pgserver could not start a server ({type(exc).__name__}: {exc})")
-    postgres = PostgresServer(admin_url)
+    postgres = PostgresServer(local.admin_url)
     # Its own thread and event loop: the first test to ask for the server may be running in a loop already.
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(asyncio.run, _build_template(postgres)).result()

@@ -87,8 +87,12 @@ class ChatSession:
         self._runner: TurnRunner = runner_for(app)
 
     async def start(self) -> None:
-        """Greet: model and host, the session, who is asking, how to get help."""
-        self.console.print(f"[bold]PumpOps chat[/] · model [cyan]{safe_text(self._model)}[/]", highlight=False)
+        """Greet: model and host, the database, the session, who is asking, how to get help."""
+        self.console.print(
+            f"[bold]PumpOps chat[/] · model [cyan]{safe_text(self._model)}[/] · "
+            f"database {safe_text(self._app.db.description)}",
+            highlight=False,
+        )
         stored = len(await SessionStore(self._app.db).load(self.session)) if self._continued else 0
         state = f"continuing, {stored} messages" if stored else "new"
         self.console.print(

@@ -24,6 +24,7 @@ def show(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help=
         print_json(cli, data)
         return
     cli.console.print(f"[bold]Settings[/] from {settings.source} (relative paths resolve against {settings.base_dir})")
+    cli.console.print(f"Database in use: {settings.database_description}", highlight=False, markup=False)
     for section, values in data.items():
         cli.console.print(f"[cyan]{section}[/]")
         for key, value in values.items():
