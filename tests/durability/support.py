@@ -107,7 +107,7 @@ async def consistency_problems(app: AppContext) -> list[str]:
         problems.append(f"{row['approval_id']} is executed but its work order is missing")
     for row in await app.db.fetch_all(
         "SELECT approval_id, COUNT(*) AS n FROM work_orders WHERE approval_id IS NOT NULL "
-        "GROUP BY approval_id HAVING n > 1"
+        "GROUP BY approval_id HAVING COUNT(*) > 1"
     ):
         problems.append(f"{row['approval_id']} created {row['n']} work orders")
     return problems

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import sqlite3
 import sys
 import textwrap
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -36,7 +35,7 @@ from kernel_setup.arguments import ToolArgumentError
 from kernel_setup.filters import AuditFilter, validate_arguments
 from kernel_setup.local_identity import os_user
 from plugins import AlarmsPlugin, AssetsPlugin, Effect, SensorsPlugin
-from storage import Database
+from storage import INTEGRITY_ERRORS, Database
 from twin import AlarmService, AssetService, NotFoundError, SensorService
 from twin.sample_fleet import load_sample_fleet
 
@@ -75,12 +74,13 @@ def build_kernel(db: Database, log: AuditLog, *inner: Filter) -> Kernel:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "data" / "audit.db"
+def db_path(database_target: str | Path) -> str | Path:
+    """The audit database: an SQLite file, or a PostgreSQL URL (each test runs on both)."""
+    return database_target
 
 
 @pytest.fixture
-async def audited(db_path: Path) -> AsyncIterator[Audited]:
+async def audited(db_path: str | Path) -> AsyncIterator[Audited]:
     db = await Database.open(db_path)
     await load_sample_fleet(db)
     log = AuditLog(db)
@@ -144,7 +144,7 @@ async def test_without_a_door_the_caller_is_recorded_as_anonymous(audited: Audit
 
 @pytest.mark.parametrize("status", [AuditOutcome.DENIED, AuditOutcome.PENDING_APPROVAL])
 async def test_a_later_filter_reports_denied_or_pending_through_result_metadata(
-    db_path: Path, status: AuditOutcome
+    db_path: str | Path, status: AuditOutcome
 ) -> None:
     async def gate(context: FunctionInvocationContext, next: Callable[..., Awaitable[None]]) -> None:
         context.result = FunctionResult(
@@ -240,7 +240,7 @@ async def test_deleting_a_row_is_detected_at_the_row_after_the_gap(
 async def test_a_second_row_on_the_same_head_is_refused_by_the_schema(audited: Audited) -> None:
     await audited.invoke("assets-get_system_summary")
     [row] = await audited.rows()
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(INTEGRITY_ERRORS):
         await audited.tamper(
             "INSERT INTO audit_log (id, at, principal, door, function, arguments, outcome, prev_hash, row_hash) "
             "VALUES (2, ?, 'x', 'x', 'x', '{}', 'ok', ?, ?)",
@@ -259,7 +259,7 @@ async def test_fifty_concurrent_invocations_append_one_unbroken_chain(audited: A
     assert await audited.log.verify() is None
 
 
-async def test_two_database_handles_on_one_file_append_concurrently_without_forking(db_path: Path) -> None:
+async def test_two_database_handles_on_one_file_append_concurrently_without_forking(db_path: str | Path) -> None:
     first, second = await Database.open(db_path), await Database.open(db_path)
     try:
         logs = [AuditLog(first), AuditLog(second)]
@@ -305,7 +305,7 @@ _WRITER = textwrap.dedent(
 )
 
 
-async def test_two_processes_append_concurrently_without_forking(db_path: Path) -> None:
+async def test_two_processes_append_concurrently_without_forking(db_path: str | Path) -> None:
     db = await Database.open(db_path)  # created and migrated before the writers start
     try:
         procs = [
@@ -336,10 +336,11 @@ def run_audit_cli(settings_file: Path, *args: str) -> Any:
 
 
 @pytest.fixture
-def audit_settings(tmp_path: Path, db_path: Path) -> Path:
+def audit_settings(tmp_path: Path, db_path: str | Path) -> Path:
     path = tmp_path / "appsettings.json"
+    database = {"Url": db_path} if isinstance(db_path, str) else {"Path": str(db_path)}
     sections = {
-        "Database": {"Path": str(db_path)},
+        "Database": database,
         "Qdrant": {"Path": ":memory:"},
         "Identity": {"Roles": {os_user(): ["auditor"]}},  # reading the audit trail needs the role
     }

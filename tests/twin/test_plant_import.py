@@ -21,8 +21,9 @@ TABLES = ("pumps", "sensors", "readings", "alarms", "maintenance_records", "work
 
 
 @pytest.fixture
-async def empty_db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "plant.db")
+async def empty_db(database_target: str | Path) -> AsyncIterator[Database]:
+    """An empty registry, on SQLite and on PostgreSQL."""
+    database = await Database.open(database_target)
     yield database
     await database.close()
 
