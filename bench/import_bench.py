@@ -26,7 +26,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from storage import Database
+from storage import open_database
 from twin.importing import import_plant
 from twin.sample_fleet import load_sample_fleet
 
@@ -50,7 +50,7 @@ def write_readings(path: Path, sensors: list[tuple[str, str, str]], rows: int) -
 async def prepare(folder: Path, rows: int) -> tuple[Path, Path]:
     """A database with the sample fleet and the readings file; returns their paths."""
     template = folder / "template.db"
-    db = await Database.open(template)
+    db = await open_database(template)
     try:
         await load_sample_fleet(db)
         sensors = [
@@ -74,7 +74,7 @@ def fresh_copy(template: Path, target: Path) -> Path:
 
 
 async def time_pumpops(path: Path, plant: Path) -> tuple[float, int]:
-    db = await Database.open(path)
+    db = await open_database(path)
     try:
         started = time.perf_counter()
         report = await import_plant(db, plant)

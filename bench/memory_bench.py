@@ -31,7 +31,7 @@ import numpy as np
 
 from memory import Chunk, DocumentIndex, Embedder, IndexConfig, IngestManifest, chunk_markdown, corpus_files, ingest
 from memory.corpus import retrieval_questions, source_name
-from storage import Database
+from storage import open_database
 
 
 def peak_rss_mib() -> float:
@@ -112,7 +112,7 @@ async def main(args: argparse.Namespace) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = ":memory:" if args.memory else str(Path(tmp) / "qdrant")
-        db = await Database.open(Path(tmp) / "bench.db")
+        db = await open_database(Path(tmp) / "bench.db")
         try:
             async with DocumentIndex(IndexConfig(path=path, idle_release_seconds=3600), embedder) as index:
                 report = await ingest(None, index, IngestManifest(db, "manuals"))

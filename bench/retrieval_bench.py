@@ -25,7 +25,7 @@ from memory import DocumentIndex, Embedder, IndexConfig, IngestManifest, chunk_m
 from memory.corpus import retrieval_questions, source_name
 from memory.evaluation import RetrievalScores, evaluate_index, first_relevant_rank, score_ranks
 from memory.keywords import terms
-from storage import Database
+from storage import open_database
 
 
 def bm25_scores(depth: int) -> RetrievalScores:
@@ -46,7 +46,7 @@ def bm25_scores(depth: int) -> RetrievalScores:
 async def main(depth: int) -> None:
     questions = retrieval_questions()
     with tempfile.TemporaryDirectory() as tmp:
-        db = await Database.open(Path(tmp) / "bench.db")
+        db = await open_database(Path(tmp) / "bench.db")
         try:
             async with DocumentIndex(IndexConfig(path=":memory:"), Embedder()) as index:
                 started = time.perf_counter()

@@ -40,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from kernel_setup.plant_settings import AlarmSettings, MqttSourceSettings
-from storage import Database
+from storage import Database, open_database
 from telemetry.batching import Batcher
 from telemetry.sources.mqtt import MqttSource
 from twin.alarm_rules import AlarmRules
@@ -122,7 +122,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def sample_db(folder: Path, name: str) -> tuple[Database, list[tuple[str, SensorType]]]:
-    db = await Database.open(folder / name)
+    db = await open_database(folder / name)
     await load_sample_fleet(db)
     rows = await db.fetch_all("SELECT pump_id, sensor_type FROM sensors ORDER BY pump_id, sensor_type")
     return db, [(row["pump_id"], SensorType(row["sensor_type"])) for row in rows]

@@ -37,7 +37,7 @@ from memory import DocumentIndex, Embedder
 from plugins import AlarmsPlugin, AssetsPlugin, SensorsPlugin
 from plugins.docs import DocsPlugin
 from plugins.work_orders import WorkOrdersPlugin
-from storage import Database
+from storage import Database, open_database
 from twin import AlarmService, AssetService, SensorService
 from twin.freshness import Clock, Staleness, utc_now
 from twin.sample_fleet import load_sample_fleet
@@ -175,7 +175,7 @@ async def open_app(
     Raises:
         SettingsError: `Approval.Policy` names a plugin or function the kernel does not have.
     """
-    db = await Database.open(settings.database_target)
+    db = await open_database(settings.database_target)
     owned = manuals is None
     manuals = manuals or document_index(settings, embedder)
     staleness = Staleness(settings.telemetry.stale_after_seconds, clock)

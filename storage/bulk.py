@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from storage.connection import Connection
-from storage.dialect import POSTGRES, SQLITE, Dialect, to_postgres
+from storage.dialect import POSTGRES, SQLITE, Dialect, identifier, to_postgres
 from storage.postgres import PostgresConnection
 
 
@@ -25,21 +25,20 @@ _ARRAY_TYPES: tuple[tuple[type, str], ...] = ((bool, "boolean"), (int, "bigint")
 async def insert_new(conn: Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
     """Insert ``rows``, leaving alone each whose unique key is stored already; return how many were inserted.
 
-    ``table`` and ``columns`` are the product's own names, never input; the values are parameters.
+    ``table`` and ``columns`` are the product's own names (checked by `identifier`); the values are parameters.
     """
     if not rows:
         return 0
-    names = ", ".join(columns)
+    names = ", ".join(identifier(column) for column in columns)
+    into = f"INSERT INTO {identifier(table)} ({names})"
     if isinstance(conn, PostgresConnection):
         arrays = [list(column) for column in zip(*rows, strict=True)]
         unnest = ", ".join(f"${i}::{_array_type(values)}[]" for i, values in enumerate(arrays, start=1))
-        status = await conn.raw.execute(
-            f"INSERT INTO {table} ({names}) SELECT * FROM unnest({unnest}) ON CONFLICT DO NOTHING", *arrays
-        )
-        return _count(status)
-    placeholders = ", ".join("?" * len(columns))
+        statement = f"{into} SELECT * FROM unnest({unnest}) ON CONFLICT DO NOTHING"
+        return _count(await conn.raw.execute(statement, *arrays))
+    statement = f"{into} VALUES ({', '.join('?' * len(columns))}) ON CONFLICT DO NOTHING"
     before: int = conn.total_changes  # type: ignore[attr-defined]
-    await conn.executemany(f"INSERT INTO {table} ({names}) VALUES ({placeholders}) ON CONFLICT DO NOTHING", rows)
+    await conn.executemany(statement, rows)
     return int(conn.total_changes) - before  # type: ignore[attr-defined]
 
 

@@ -7,6 +7,8 @@ Rules:
 - Rows are read in primary-key order, a page at a time (keyset pagination), so a 10-million-row readings table
   never sits in memory whole.
 - Ids the database assigns (identity columns on PostgreSQL) continue after the copied ones.
+- SQL is built only from the schema's own names, each checked as a plain name (`storage.dialect.identifier`);
+  every value is a parameter.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.database import Database
+from storage.dialect import identifier
 from storage.errors import StorageError
 
 PAGE_ROWS = 10_000
@@ -28,6 +31,37 @@ class Table:
     name: str
     key: tuple[str, ...]
     identity: str | None = None  # a column the database assigns when an insert leaves it out
+
+    def __post_init__(self) -> None:
+        for name in (self.name, *self.key, *([self.identity] if self.identity else [])):
+            identifier(name)
+
+    def any_row(self) -> str:
+        """A query with one row when the table holds any."""
+        return f"SELECT 1 FROM {self.name} LIMIT 1"
+
+    def count(self) -> str:
+        """A query for the table's row count (``n``)."""
+        return f"SELECT COUNT(*) AS n FROM {self.name}"
+
+    def page(self, first: bool) -> str:
+        """A query for the next page in key order: from the start, or after the key given as parameters."""
+        order = ", ".join(self.key)
+        after = "" if first else f"WHERE ({order}) > ({', '.join('?' * len(self.key))}) "
+        return f"SELECT * FROM {self.name} {after}ORDER BY {order} LIMIT ?"
+
+    def insert(self, columns: list[str]) -> str:
+        """An insert of one row of ``columns`` (each checked as a plain name)."""
+        names = ", ".join(identifier(column) for column in columns)
+        return f"INSERT INTO {self.name} ({names}) VALUES ({', '.join('?' * len(columns))})"
+
+    def continue_identity(self) -> str:
+        """PostgreSQL: the identity column's next value after the highest copied one."""
+        column = self.identity
+        return (
+            f"SELECT setval(pg_get_serial_sequence('{self.name}', '{column}'), "
+            f"COALESCE((SELECT MAX({column}) FROM {self.name}), 0) + 1, false)"
+        )
 
 
 TABLES: tuple[Table, ...] = (
@@ -66,7 +100,7 @@ async def copy_database(
     Raises:
         StorageError: the target holds rows already (nothing is written), or a table could not be copied.
     """
-    occupied = [table.name for table in TABLES if await target.fetch_one(f"SELECT 1 FROM {table.name} LIMIT 1")]
+    occupied = [table.name for table in TABLES if await target.fetch_one(table.any_row())]
     if occupied:
         raise StorageError(
             f"The target database {target.description} is not empty ({', '.join(occupied)} hold rows); "
@@ -77,17 +111,13 @@ async def copy_database(
         for table in TABLES:
             copied = 0
             async for columns, rows in _pages(source, table):
-                placeholders = ", ".join("?" * len(columns))
-                await conn.executemany(f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({placeholders})", rows)
+                await conn.executemany(table.insert(columns), rows)
                 copied += len(rows)
                 if progress is not None:
                     progress(table.name, len(rows))
             report.rows[table.name] = copied
             if table.identity is not None and target.dialect.is_postgres:
-                await conn.execute(
-                    f"SELECT setval(pg_get_serial_sequence('{table.name}', '{table.identity}'), "
-                    f"COALESCE((SELECT MAX({table.identity}) FROM {table.name}), 0) + 1, false)"
-                )
+                await conn.execute(table.continue_identity())
     return report
 
 
@@ -95,24 +125,16 @@ async def count_rows(database: Database) -> dict[str, int]:
     """The row count of every copied table."""
     counts: dict[str, int] = {}
     for table in TABLES:
-        row = await database.fetch_one(f"SELECT COUNT(*) AS n FROM {table.name}")
+        row = await database.fetch_one(table.count())
         counts[table.name] = int(row["n"]) if row is not None else 0
     return counts
 
 
 async def _pages(source: Database, table: Table) -> Any:
     """The table's rows in key order, a page at a time: (column names, rows as tuples)."""
-    order = ", ".join(table.key)
-    after: tuple[Any, ...] | None = None
+    after: tuple[Any, ...] = ()
     while True:
-        if after is None:
-            rows = await source.fetch_all(f"SELECT * FROM {table.name} ORDER BY {order} LIMIT ?", (PAGE_ROWS,))
-        else:
-            keys = ", ".join("?" * len(table.key))
-            rows = await source.fetch_all(
-                f"SELECT * FROM {table.name} WHERE ({order}) > ({keys}) ORDER BY {order} LIMIT ?",
-                (*after, PAGE_ROWS),
-            )
+        rows = await source.fetch_all(table.page(first=not after), (*after, PAGE_ROWS))
         if not rows:
             return
         columns = list(rows[0].keys())

@@ -5,12 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
-from pathlib import Path
 from typing import Any
 
 from storage.connection import Connection, Row
 from storage.dialect import Dialect
-from storage.urls import is_postgres_url
 
 
 class Database(ABC):
@@ -22,17 +20,6 @@ class Database(ABC):
     """
 
     dialect: Dialect
-
-    @classmethod
-    async def open(cls, target: str | Path, *, migrate: bool = True) -> Database:
-        """Open (and migrate) the SQLite file at a path, or the PostgreSQL database at a ``postgresql://`` URL."""
-        if is_postgres_url(target):
-            from storage.postgres import PostgresDatabase
-
-            return await PostgresDatabase.connect(str(target).strip(), migrate=migrate)
-        from storage.sqlite import SqliteDatabase
-
-        return await SqliteDatabase.connect(Path(target), migrate=migrate)
 
     @property
     @abstractmethod

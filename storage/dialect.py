@@ -40,11 +40,37 @@ class Dialect:
             return f"CAST(substring({column} from '^{prefix}([0-9]+)$') AS BIGINT)"
         return f"CASE WHEN {column} GLOB '{prefix}[0-9]*' THEN CAST(substr({column}, {len(prefix) + 1}) AS INTEGER) END"
 
+    def max_number_query(self, table: str, column: str, prefix: str) -> str:
+        """A query for the highest number after ``prefix`` among ``column``'s values (one row, NULL when none).
+
+        ``table``, ``column`` and ``prefix`` are the product's own constants (an id scheme), never input.
+        """
+        for name in (table, column):
+            identifier(name)
+        if not re.fullmatch(r"[A-Z]+-", prefix):
+            raise ValueError(f"an id prefix is capital letters and a hyphen, such as 'PUMP-', not {prefix!r}")
+        number = self.number_after(column, prefix)
+        return f"SELECT MAX({number}) AS n FROM {table} WHERE {column} LIKE '{prefix}%'"
+
     def json_number(self, column: str, key: str) -> str:
         """SQL for the number at top-level ``key`` of the JSON text in ``column`` (NULL when absent)."""
         if self.is_postgres:
             return f"CAST(CAST({column} AS json) ->> '{key}' AS DOUBLE PRECISION)"
         return f"json_extract({column}, '$.{key}')"
+
+
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def identifier(name: str) -> str:
+    """``name`` checked as a plain lower-case SQL name (a table or column of the schema), for SQL built from names.
+
+    Raises:
+        ValueError: anything else (quotes, spaces, punctuation): such a name never reaches SQL text.
+    """
+    if not _IDENTIFIER.fullmatch(name):
+        raise ValueError(f"{name!r} is not a plain lower-case SQL name")
+    return name
 
 
 SQLITE = Dialect("sqlite")

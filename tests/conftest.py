@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kernel_setup import AppContext, Settings, load_settings, open_app
-from storage import Database
+from storage import Database, open_database
 from tests.postgres_server import BACKENDS, PostgresServer, fresh_database, start_server
 from twin.sample_fleet import load_sample_fleet
 
@@ -60,7 +60,7 @@ def settings(settings_file: Path) -> Settings:
 
 @pytest.fixture
 async def db(database_target: str | Path) -> AsyncIterator[Database]:
-    database = await Database.open(database_target)
+    database = await open_database(database_target)
     await load_sample_fleet(database)
     yield database
     await database.close()

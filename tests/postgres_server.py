@@ -18,7 +18,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from storage import Database
+from storage import open_database
 from storage.local_server import start_postgres
 from storage.urls import with_database
 
@@ -58,7 +58,7 @@ async def _build_template(server: PostgresServer) -> None:
         await admin.execute(f"CREATE DATABASE {TEMPLATE}")
     finally:
         await admin.close()
-    database = await Database.open(server.url(TEMPLATE))
+    database = await open_database(server.url(TEMPLATE))
     await database.close()
 
 

@@ -298,8 +298,7 @@ class AlarmRules:
 
 async def _next_alarm_number(conn: Connection) -> int:
     """One past the highest ``ALM-`` number in the registry (read inside the writing transaction)."""
-    number = dialect_of(conn).number_after("alarm_id", "ALM-")
-    rows = list(await conn.execute_fetchall(f"SELECT MAX({number}) FROM alarms WHERE alarm_id LIKE 'ALM-%'"))
+    rows = list(await conn.execute_fetchall(dialect_of(conn).max_number_query("alarms", "alarm_id", "ALM-")))
     return (rows[0][0] or 0) + 1 if rows else 1
 
 

@@ -208,14 +208,9 @@ class AssetService:
         )
         count = count_row["n"] if count_row else 0
         rows = await self._db.fetch_all(
-            f"""
-            SELECT p.pump_id, p.name, p.location, p.model, p.status,
-                   (SELECT COUNT(*) FROM alarms a WHERE a.pump_id = p.pump_id AND a.active = 1) AS active_alarms
-            FROM pumps p
-            WHERE {_PUMP_FILTER}
-            ORDER BY p.pump_id
-            LIMIT ?3
-            """,
+            "SELECT p.pump_id, p.name, p.location, p.model, p.status, "
+            "(SELECT COUNT(*) FROM alarms a WHERE a.pump_id = p.pump_id AND a.active = 1) AS active_alarms "
+            "FROM pumps p WHERE " + _PUMP_FILTER + " ORDER BY p.pump_id LIMIT ?3",
             (*params, MAX_PUMPS_LISTED),
         )
         pumps = [

@@ -104,14 +104,12 @@ async def generate_fleet(
 
 
 async def _next_pump_number(db: Database) -> int:
-    number = db.dialect.number_after("pump_id", "PUMP-")
-    row = await db.fetch_one(f"SELECT MAX({number}) AS n FROM pumps WHERE pump_id LIKE 'PUMP-%'")
+    row = await db.fetch_one(db.dialect.max_number_query("pumps", "pump_id", "PUMP-"))
     return (row["n"] or 0) + 1 if row is not None else 1
 
 
 async def _next_alarm_number(db: Database) -> int:
-    number = db.dialect.number_after("alarm_id", "ALM-")
-    row = await db.fetch_one(f"SELECT MAX({number}) AS n FROM alarms WHERE alarm_id LIKE 'ALM-%'")
+    row = await db.fetch_one(db.dialect.max_number_query("alarms", "alarm_id", "ALM-"))
     return (row["n"] or 0) + 1 if row is not None else 1
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from enum import Enum
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
-from storage import Database, Row
+from storage import Database, Dialect, Row
 from twin.errors import InvalidInputError, NotFoundError
 from twin.freshness import Staleness, stale_field
 from twin.identifiers import normalize_pump_id
@@ -93,6 +94,18 @@ class SensorTrend(BaseModel):
     stale_note: str | None = stale_field()
 
 
+@lru_cache(maxsize=2)
+def _trend_query(dialect: Dialect) -> str:
+    """The window statistics of one sensor (?1) from ?2 to ?3, x in days since ?2, in the dialect's spelling."""
+    jd = dialect.julian_days
+    return f"""
+        SELECT COUNT(*) AS n, MIN(value) AS lo, MAX(value) AS hi, AVG(value) AS mean,
+               SUM(x) AS sx, SUM(value) AS sy, SUM(x * value) AS sxy, SUM(x * x) AS sxx
+        FROM (SELECT {jd("recorded_at")} - {jd("?2")} AS x, value
+              FROM readings WHERE sensor_id = ?1 AND recorded_at >= ?2 AND recorded_at <= ?3) AS window_rows
+        """
+
+
 class SensorService:
     """Read queries over sensors and readings."""
 
@@ -164,16 +177,7 @@ class SensorService:
             return empty
         end_dt = parse_ts(end)
         start = format_ts(end_dt - timedelta(days=days))
-        jd = self._db.dialect.julian_days
-        stats = await self._db.fetch_one(
-            f"""
-            SELECT COUNT(*) AS n, MIN(value) AS lo, MAX(value) AS hi, AVG(value) AS mean,
-                   SUM(x) AS sx, SUM(value) AS sy, SUM(x * value) AS sxy, SUM(x * x) AS sxx
-            FROM (SELECT {jd("recorded_at")} - {jd("?2")} AS x, value
-                  FROM readings WHERE sensor_id = ?1 AND recorded_at >= ?2 AND recorded_at <= ?3)
-            """,
-            (sensor["sensor_id"], start, end),
-        )
+        stats = await self._db.fetch_one(_trend_query(self._db.dialect), (sensor["sensor_id"], start, end))
         if stats is None or stats["n"] == 0:
             return empty
         n = stats["n"]

@@ -169,11 +169,9 @@ class WorkOrderService:
                 await require_order_state(in_transaction(conn), pump, text)
             except (NotFoundError, PreconditionError) as exc:
                 return await refuse(conn, grant, str(exc))
-            async with conn.execute(
-                f"SELECT COALESCE(MAX({dialect_of(conn).number_after('work_order_id', 'WO-')}), 0) + 1 FROM work_orders"
-            ) as cursor:
+            async with conn.execute(dialect_of(conn).max_number_query("work_orders", "work_order_id", "WO-")) as cursor:
                 row = await cursor.fetchone()
-            work_order_id = f"WO-{(row[0] if row else 1):04d}"
+            work_order_id = f"WO-{((row[0] if row else None) or 0) + 1:04d}"
             created_at = datetime.now(UTC).isoformat(timespec="seconds")
             await conn.execute(
                 "INSERT INTO work_orders (work_order_id, pump_id, priority, summary, status, created_at, "

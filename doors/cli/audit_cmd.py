@@ -18,7 +18,7 @@ from governance.audit_log import AuditLog, AuditOutcome, AuditRow, ChainReport
 from governance.errors import RoleError
 from governance.identity import CallContext
 from governance.roles import Role
-from storage import Database
+from storage import Database, open_database
 
 app = typer.Typer(help="Read and verify the hash-chained audit trail.", no_args_is_help=True)
 
@@ -111,7 +111,7 @@ def _require_reader(cli: CliState, command: str) -> None:
 
 
 async def _record_refusal(cli: CliState, who: CallContext, function: str, reason: str) -> None:
-    db = await Database.open(cli.settings().database_target)
+    db = await open_database(cli.settings().database_target)
     try:
         await AuditLog(db).record(function=function, arguments={}, outcome=AuditOutcome.DENIED, call=who, detail=reason)
     finally:
@@ -123,4 +123,4 @@ async def _open(cli: CliState) -> Database:
     path = settings.database_path
     if settings.database.url is None and not path.is_file():
         fail(cli, f"No database at {str(path)!r}. Run `pumpops db init` first, or pass --settings.")
-    return await Database.open(settings.database_target)
+    return await open_database(settings.database_target)

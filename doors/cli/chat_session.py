@@ -88,11 +88,8 @@ class ChatSession:
 
     async def start(self) -> None:
         """Greet: model and host, the database, the session, who is asking, how to get help."""
-        self.console.print(
-            f"[bold]PumpOps chat[/] · model [cyan]{safe_text(self._model)}[/] · "
-            f"database {safe_text(self._app.db.description)}",
-            highlight=False,
-        )
+        self.console.print(f"[bold]PumpOps chat[/] · model [cyan]{safe_text(self._model)}[/]", highlight=False)
+        self.console.print(f"[dim]database {safe_text(self._app.db.description)}[/]", highlight=False)
         stored = len(await SessionStore(self._app.db).load(self.session)) if self._continued else 0
         state = f"continuing, {stored} messages" if stored else "new"
         self.console.print(

@@ -24,10 +24,11 @@ from doors.cli import import_cmd
 from doors.cli.audit_cmd import EXIT_BROKEN_CHAIN
 from doors.cli.common import CliState, fail, print_json, run, state
 from governance.audit_log import AuditLog
-from storage import Database
+from kernel_setup import Settings
+from storage import open_database
 from storage.copy import CopyReport, copy_database, count_rows
 from storage.local_server import start_postgres
-from storage.urls import is_postgres_url
+from storage.urls import is_postgres_url, mask_url
 from twin.generator import GenerationReport, generate_fleet
 from twin.sample_fleet import load_sample_fleet
 
@@ -47,7 +48,7 @@ def init(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help=
     settings = cli.settings()
 
     async def work() -> tuple[bool, int]:
-        db = await Database.open(settings.database_target)
+        db = await open_database(settings.database_target)
         try:
             loaded = await load_sample_fleet(db)
             row = await db.fetch_one("SELECT COUNT(*) AS n FROM pumps")
@@ -57,10 +58,16 @@ def init(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help=
 
     loaded, pumps = run(cli, work())
     if as_json:
-        print_json(cli, {"database": settings.database_description, "sample_loaded": loaded, "pumps": pumps})
+        print_json(cli, {"database": _database_shown(settings), "sample_loaded": loaded, "pumps": pumps})
         return
     what = "loaded the sample fleet" if loaded else "already initialised; nothing loaded"
     cli.console.print(f"Database {settings.database_description}: {what} ({pumps} pumps).", highlight=False)
+
+
+def _database_shown(settings: Settings) -> str:
+    """The database for machines: the SQLite file's path, or the PostgreSQL URL with its password masked."""
+    url = settings.database.url
+    return str(settings.database_path) if url is None else mask_url(url.get_secret_value())
 
 
 @app.command("generate")
@@ -81,7 +88,7 @@ def generate(
     settings = cli.settings()
 
     async def work() -> GenerationReport:
-        db = await Database.open(settings.database_target)
+        db = await open_database(settings.database_target)
         try:
             await load_sample_fleet(db)
             columns = (
@@ -131,9 +138,9 @@ def copy_command(
     target_spec: str | Path = target_text if is_postgres_url(target_text) else settings.resolve(target_text)
 
     async def work() -> tuple[CopyReport, dict[str, int], int | None]:
-        source = await Database.open(settings.database_target)
+        source = await open_database(settings.database_target)
         try:
-            target = await Database.open(target_spec)
+            target = await open_database(target_spec)
             try:
                 with Progress(
                     TextColumn("{task.description:<20}"),

@@ -17,7 +17,7 @@ from doors.cli.safe_text import safe_text
 from governance.audit_log import AuditLog, AuditOutcome
 from governance.effects import Effect
 from governance.identity import CallContext
-from storage import Database
+from storage import open_database
 from twin.importing import ImportProgress, ImportReport, RecordKind, import_plant, site_zone
 
 AUDIT_FUNCTION = "cli-import"
@@ -69,7 +69,7 @@ def import_command(
     async def work() -> ImportReport:
         named = time_zone or settings.plant.time_zone
         zone = site_zone(named)
-        db = await Database.open(settings.database_target)
+        db = await open_database(settings.database_target)
         try:
             columns = (TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"))
             with Progress(*columns, TimeElapsedColumn(), console=cli.err_console, disable=as_json) as bar:

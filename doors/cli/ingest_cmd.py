@@ -11,7 +11,7 @@ from doors.cli.common import print_json, run, state
 from doors.cli.safe_text import safe_text
 from kernel_setup.manuals import document_index
 from memory import IngestManifest, IngestReport, ingest
-from storage import Database
+from storage import open_database
 
 EXIT_NOTHING_INGESTED = 1
 
@@ -51,7 +51,7 @@ def ingest_command(
     settings = cli.settings()
 
     async def work() -> IngestReport:
-        db = await Database.open(settings.database_target)
+        db = await open_database(settings.database_target)
         index = document_index(settings)
         try:
             columns = (TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"))

@@ -21,7 +21,7 @@ from amqtt.broker import Broker
 from doors.cli.common import CliState, fail, run, state
 from doors.cli.safe_text import safe_text
 from kernel_setup.plant_settings import OpcUaNode
-from storage import Database
+from storage import open_database
 from telemetry.simulator import SimulatedSensor, plant_sensors, serve_opcua, simulate_mqtt
 from twin.identifiers import normalize_pump_id
 from twin.models import SensorType
@@ -129,7 +129,7 @@ def mqtt_command(
 
 
 async def _sensors(cli: CliState, drift: str | None) -> tuple[list[SimulatedSensor], str | None]:
-    db = await Database.open(cli.settings().database_target)
+    db = await open_database(cli.settings().database_target)
     try:
         sensors = await plant_sensors(db)
     finally:

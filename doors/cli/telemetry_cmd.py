@@ -17,7 +17,7 @@ from doors.auto_triage import AutoTriage, TriageAlreadyRunning, TriageLease
 from doors.cli.common import CliState, fail, print_json, run, state
 from doors.cli.safe_text import safe_text
 from kernel_setup.app import AppContext, open_app
-from storage import Database
+from storage import open_database
 from telemetry.service import ServiceCounts, TelemetryService
 from telemetry.status import SourceRecord, read_statuses
 from turn.factory import check_model
@@ -108,7 +108,7 @@ def status_command(
 
 
 async def _statuses(target: str | Path) -> list[SourceRecord]:
-    db = await Database.open(target)
+    db = await open_database(target)
     try:
         return await read_statuses(db)
     finally:

@@ -9,7 +9,7 @@ from chat.local.settings import LocalChatPromptExecutionSettings
 from chat.relevance import DomainRelevance
 from kernel_setup import AppContext
 from memory import DocumentIndex, IndexConfig, IngestManifest, ingest
-from storage import Database
+from storage import open_database
 from tests.memory.support import shared_embedder
 
 THRESHOLD = LocalChatPromptExecutionSettings().relevance_threshold
@@ -27,7 +27,7 @@ async def test_manual_questions_score_above_the_threshold_and_small_talk_far_bel
 ) -> None:
     tools = advertised(app)
     index = DocumentIndex(IndexConfig(path=":memory:"), shared_embedder())
-    database = await Database.open(tmp_path / "manifest.db")
+    database = await open_database(tmp_path / "manifest.db")
     try:
         relevance = DomainRelevance(index)
         seals = "Why do mechanical seals leak?"

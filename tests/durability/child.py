@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from storage import open_database
+
 PAUSE = os.environ.get("CRASH_TEST_PAUSE", "")
 PAUSE_LIMIT_S = 120  # the parent kills far sooner; this only stops an orphan from living forever
 
@@ -98,7 +100,6 @@ async def run_approval(settings_path: str, approval_id: str) -> None:
 
 async def run_ingest(db_path: str, qdrant_dir: str, paths: list[str]) -> None:
     from memory import DocumentIndex, IndexConfig, IngestManifest, ingest
-    from storage import Database
     from tests.security.fakes import HashEmbedder
 
     calls = {"upsert": 0, "replace": 0}
@@ -114,7 +115,7 @@ async def run_ingest(db_path: str, qdrant_dir: str, paths: list[str]) -> None:
         pause_in(DocumentIndex, "upsert", after=True, when=nth("upsert", 1))
     elif PAUSE == "in_manifest":  # the first document recorded; the second's chunks stored, not recorded
         pause_in(IngestManifest, "replace", when=nth("replace", 2))
-    db = await Database.open(db_path)
+    db = await open_database(db_path)
     try:
         async with DocumentIndex(IndexConfig(path=qdrant_dir), HashEmbedder()) as index:
             report = await ingest([Path(p) for p in paths], index, IngestManifest(db, "manuals"))

@@ -12,7 +12,7 @@ import json
 import sys
 from datetime import UTC, datetime, timedelta
 
-from storage import Database
+from storage import open_database
 from twin.models import SensorType
 from twin.readings import Reading, ReadingStore
 
@@ -34,7 +34,7 @@ def batch(k: int) -> list[Reading]:
 
 
 async def main(path: str) -> None:
-    db = await Database.open(path)
+    db = await open_database(path)
     store = ReadingStore(db)
     for k in range(MAX_BATCHES):
         await store.store(batch(k))

@@ -21,7 +21,7 @@ from semantic_kernel.functions import KernelArguments
 from governance.identity import CallContext, acting_as
 from kernel_setup import AppContext, Settings, load_settings, open_app
 from memory import DocumentIndex, IndexConfig, IngestManifest, corpus_files, ingest
-from storage import Database
+from storage import open_database
 from tests.callers import supervisor
 from tests.durability.ollama_http import HOLD, FakeOllamaServer
 from tests.durability.support import Child, Event, consistency_problems, paused, work_orders_of
@@ -170,7 +170,7 @@ async def test_an_ingestion_killed_midway_leaves_an_index_that_opens_and_a_reing
     tally["kill_points"] += 1
     batch_stored = any(e["event"] == "committed" for e in events)
 
-    db = await Database.open(db_path)
+    db = await open_database(db_path)
     try:
         manifest = IngestManifest(db, "manuals")
         async with DocumentIndex(IndexConfig(path=str(folder)), HashEmbedder()) as index:

@@ -11,7 +11,7 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-from storage import Database
+from storage import open_database
 from tests.durability.readings_child import BATCH_SECONDS, BATCH_SPACING, PUMPS, T0
 from tests.durability.support import REPO
 from twin.models import SensorType
@@ -48,11 +48,11 @@ def run_until_killed(path: Path, log: Path) -> set[int]:
 
 async def test_a_writer_killed_mid_batch_leaves_every_batch_whole_and_the_file_sound(tmp_path: Path) -> None:
     path = tmp_path / "crash.db"
-    db = await Database.open(path)
+    db = await open_database(path)
     await load_sample_fleet(db)
     await db.close()
     committed = run_until_killed(path, tmp_path / "child.log")
-    db = await Database.open(path)
+    db = await open_database(path)
     try:
         check = await db.fetch_one("PRAGMA integrity_check")
         assert check is not None and check[0] == "ok"

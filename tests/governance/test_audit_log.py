@@ -35,7 +35,7 @@ from kernel_setup.arguments import ToolArgumentError
 from kernel_setup.filters import AuditFilter, validate_arguments
 from kernel_setup.local_identity import os_user
 from plugins import AlarmsPlugin, AssetsPlugin, Effect, SensorsPlugin
-from storage import INTEGRITY_ERRORS, Database
+from storage import INTEGRITY_ERRORS, Database, open_database
 from twin import AlarmService, AssetService, NotFoundError, SensorService
 from twin.sample_fleet import load_sample_fleet
 
@@ -81,7 +81,7 @@ def db_path(database_target: str | Path) -> str | Path:
 
 @pytest.fixture
 async def audited(db_path: str | Path) -> AsyncIterator[Audited]:
-    db = await Database.open(db_path)
+    db = await open_database(db_path)
     await load_sample_fleet(db)
     log = AuditLog(db)
     yield Audited(db, log, build_kernel(db, log))
@@ -153,7 +153,7 @@ async def test_a_later_filter_reports_denied_or_pending_through_result_metadata(
             metadata={"pumpops_status": status.value, "pumpops_detail": "APR-1"},
         )
 
-    db = await Database.open(db_path)
+    db = await open_database(db_path)
     try:
         await load_sample_fleet(db)
         log = AuditLog(db)
@@ -260,7 +260,7 @@ async def test_fifty_concurrent_invocations_append_one_unbroken_chain(audited: A
 
 
 async def test_two_database_handles_on_one_file_append_concurrently_without_forking(db_path: str | Path) -> None:
-    first, second = await Database.open(db_path), await Database.open(db_path)
+    first, second = await open_database(db_path), await open_database(db_path)
     try:
         logs = [AuditLog(first), AuditLog(second)]
 
@@ -288,10 +288,10 @@ _WRITER = textwrap.dedent(
     import asyncio, sys
     from governance.audit_log import AuditLog, AuditOutcome
     from governance.identity import CallContext
-    from storage import Database
+    from storage import open_database
 
     async def main(path, who):
-        db = await Database.open(path)
+        db = await open_database(path)
         try:
             log = AuditLog(db)
             for i in range(40):
@@ -306,7 +306,7 @@ _WRITER = textwrap.dedent(
 
 
 async def test_two_processes_append_concurrently_without_forking(db_path: str | Path) -> None:
-    db = await Database.open(db_path)  # created and migrated before the writers start
+    db = await open_database(db_path)  # created and migrated before the writers start
     try:
         procs = [
             await asyncio.create_subprocess_exec(

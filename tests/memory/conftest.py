@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from memory import DocumentIndex, IndexConfig, IngestManifest
-from storage import Database
+from storage import Database, open_database
 from tests.memory.support import CachingEmbedder, shared_embedder
 
 
@@ -17,7 +17,7 @@ def embedder() -> CachingEmbedder:
 
 @pytest.fixture
 async def database(tmp_path: Path) -> AsyncIterator[Database]:
-    db = await Database.open(tmp_path / "pumpops.db")
+    db = await open_database(tmp_path / "pumpops.db")
     yield db
     await db.close()
 

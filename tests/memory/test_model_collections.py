@@ -8,7 +8,7 @@ import pytest
 from kernel_setup import load_settings
 from kernel_setup.manuals import collection_name, document_index, index_config
 from memory import EmptyIndexError, IngestManifest, ingest
-from storage import Database
+from storage import open_database
 from tests.memory.support import CachingEmbedder
 
 
@@ -34,7 +34,7 @@ async def test_after_the_model_changes_search_reports_an_empty_index_instead_of_
     manual.parent.mkdir()
     manual.write_text("# Seals\n\n## Leak Check\n\nA steady drip at the gland means worn faces.\n", encoding="utf-8")
     packaged = settings_with(tmp_path, "packaged")
-    db = await Database.open(tmp_path / "pumpops.db")
+    db = await open_database(tmp_path / "pumpops.db")
     try:
         index = document_index(packaged, embedder)
         try:

@@ -18,7 +18,7 @@ from kernel_setup.filters import validate_arguments
 from memory import DocumentIndex, IndexConfig, IngestManifest, ingest
 from plugins.declarations import Effect, traits_of
 from plugins.docs import MAX_TOP_K, MIN_TOP_K, DocsPlugin
-from storage import Database
+from storage import Database, open_database
 from tests.memory.support import CachingEmbedder, shared_embedder
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "docs.json"
@@ -32,7 +32,7 @@ def docs_embedder() -> CachingEmbedder:
 
 @pytest.fixture
 async def registry(tmp_path: Path) -> AsyncIterator[Database]:
-    db = await Database.open(tmp_path / "pumpops.db")
+    db = await open_database(tmp_path / "pumpops.db")
     yield db
     await db.close()
 

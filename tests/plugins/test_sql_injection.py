@@ -56,14 +56,20 @@ CALLS: list[tuple[str, str, dict[str, Any]]] = [
 
 
 async def _fingerprint(db: Database) -> tuple[Any, ...]:
-    schema = await db.fetch_all("SELECT type, name, sql FROM sqlite_master ORDER BY name")
+    if db.dialect.is_postgres:
+        schema = await db.fetch_all(
+            "SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
+            "WHERE c.table_schema = 'public' ORDER BY 1, 2"
+        )
+    else:
+        schema = await db.fetch_all("SELECT type, name, sql FROM sqlite_master ORDER BY name")
     counts = await db.fetch_one(
         "SELECT (SELECT COUNT(*) FROM pumps), (SELECT COUNT(*) FROM sensors), (SELECT COUNT(*) FROM readings), "
-        "(SELECT COUNT(*) FROM alarms), (SELECT COUNT(*) FROM maintenance_records), "
-        "(SELECT group_concat(status) FROM pumps)"
+        "(SELECT COUNT(*) FROM alarms), (SELECT COUNT(*) FROM maintenance_records)"
     )
+    statuses = [row["status"] for row in await db.fetch_all("SELECT status FROM pumps ORDER BY pump_id")]
     assert counts is not None
-    return tuple(tuple(r) for r in schema), tuple(counts)
+    return tuple(tuple(r) for r in schema), tuple(counts), tuple(statuses)
 
 
 def test_there_are_at_least_thirty_payloads() -> None:

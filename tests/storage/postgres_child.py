@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from storage import open_database
 from tests.durability.child import emit, pause, run_approval
 
 BARRIER_LIMIT_S = 120  # the parent opens the barrier far sooner; this only stops an orphan from living forever
@@ -75,9 +76,8 @@ async def approve_at_once(settings_path: str, approval_id: str, name: str, barri
 async def append_at_once(url: str, name: str, count: int, barrier_path: str) -> None:
     from governance.audit_log import AuditLog, AuditOutcome
     from governance.identity import CallContext
-    from storage import Database
 
-    db = await Database.open(url)
+    db = await open_database(url)
     try:
         audit = AuditLog(db)
         caller = CallContext(principal=name, session=f"s-{name}", door="test")
@@ -100,9 +100,8 @@ async def append_at_once(url: str, name: str, count: int, barrier_path: str) -> 
 async def hold_audit(url: str) -> None:
     from governance.audit_log import AuditLog, AuditOutcome
     from governance.identity import CallContext
-    from storage import Database
 
-    db = await Database.open(url)
+    db = await open_database(url)
     audit = AuditLog(db)
     caller = CallContext(principal="holder", door="test")
     async with db.transaction() as conn:

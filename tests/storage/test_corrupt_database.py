@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kernel_setup.local_identity import os_user
-from storage import Database, StorageError
+from storage import StorageError, open_database
 from tests.cli_process import run_pumpops
 from twin.sample_fleet import load_sample_fleet
 
@@ -54,7 +54,7 @@ def good_database(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     path = tmp_path_factory.mktemp("good") / "good.db"
 
     async def build() -> None:
-        db = await Database.open(path)
+        db = await open_database(path)
         try:
             await load_sample_fleet(db)
         finally:
@@ -86,7 +86,7 @@ async def test_opening_a_damaged_file_raises_a_storage_error_and_leaves_no_conne
     path.write_bytes(DAMAGES[damage](good_database))
     before = _connection_threads()
     with pytest.raises(StorageError, match=r"Cannot open the database .*pumpops db init"):
-        await Database.open(path)
+        await open_database(path)
     for thread in _connection_threads() - before:
         thread.join(timeout=JOIN_TIMEOUT_S)
     assert not [t for t in _connection_threads() - before if t.is_alive()]
@@ -99,7 +99,7 @@ async def test_a_failing_migration_closes_the_connection_it_opened(tmp_path: Pat
     conn.close()
     before = _connection_threads()
     with pytest.raises(StorageError, match="Cannot prepare the database"):
-        await Database.open(path)
+        await open_database(path)
     for thread in _connection_threads() - before:
         thread.join(timeout=JOIN_TIMEOUT_S)
     assert not [t for t in _connection_threads() - before if t.is_alive()]

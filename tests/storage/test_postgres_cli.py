@@ -16,7 +16,7 @@ import pytest
 from governance.audit_log import AuditLog, AuditOutcome
 from kernel_setup import load_settings
 from kernel_setup.local_identity import os_user
-from storage import Database
+from storage import open_database
 from storage.copy import TABLES, copy_database, count_rows
 from tests.cli_process import run_pumpops
 from tests.postgres_server import PostgresServer, fresh_database
@@ -38,7 +38,7 @@ def write_settings(folder: Path, url: str | None = None) -> Path:
 
 
 async def filled_sqlite(path: Path) -> None:
-    db = await Database.open(path)
+    db = await open_database(path)
     try:
         await load_sample_fleet(db)
         await generate_fleet(db, 12, 30, seed=3)
@@ -50,7 +50,7 @@ async def filled_sqlite(path: Path) -> None:
 
 
 async def test_every_table_of_the_schema_is_copied(tmp_path: Path) -> None:
-    db = await Database.open(tmp_path / "schema.db")
+    db = await open_database(tmp_path / "schema.db")
     try:
         rows = await db.fetch_all("SELECT name FROM sqlite_master WHERE type = 'table'")
     finally:
@@ -68,8 +68,8 @@ async def test_db_copy_moves_every_row_and_the_audit_chain_into_an_empty_postgre
         assert result.returncode == 0, result.stderr
         report = json.loads(result.stdout)
         assert report["audit_intact"] is True
-        source = await Database.open(tmp_path / "data" / "site.db")
-        target = await Database.open(url)
+        source = await open_database(tmp_path / "data" / "site.db")
+        target = await open_database(url)
         try:
             expected = await count_rows(source)
             assert expected["readings"] > 1000 and expected["audit_log"] >= 1
@@ -97,10 +97,10 @@ async def test_db_copy_moves_every_row_and_the_audit_chain_into_an_empty_postgre
 
 
 async def test_a_copy_into_a_non_empty_target_writes_nothing(postgres_server: PostgresServer, tmp_path: Path) -> None:
-    source = await Database.open(tmp_path / "s.db")
+    source = await open_database(tmp_path / "s.db")
     await load_sample_fleet(source)
     async with fresh_database(postgres_server) as url:
-        target = await Database.open(url)
+        target = await open_database(url)
         try:
             await AuditLog(target).record(function="x", arguments={}, outcome=AuditOutcome.OK)
             with pytest.raises(Exception, match="not empty"):
@@ -172,7 +172,7 @@ async def test_the_right_password_connects(postgres_server: PostgresServer, pass
             await admin.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {password_role}")
         finally:
             await admin.close()
-        db = await Database.open(_with_user(url, password_role, PASSWORD))
+        db = await open_database(_with_user(url, password_role, PASSWORD))
         try:
             assert await db.fetch_one("SELECT COUNT(*) AS n FROM pumps") is not None
             assert PASSWORD not in db.description

@@ -1,4 +1,4 @@
-"""PostgreSQL across OS processes: each child its own interpreter and its own `Database.open(url)`.
+"""PostgreSQL across OS processes: each child its own interpreter and its own `open_database(url)`.
 
 Four supervisors' processes approving one parked action at the same moment run it exactly once; four processes
 appending to the audit trail at once leave one gapless, unforked chain; a process SIGKILLed inside a write
@@ -24,7 +24,7 @@ from typing import Any
 from governance.audit_log import AuditLog, AuditOutcome
 from governance.identity import CallContext
 from kernel_setup import Settings, load_settings, open_app
-from storage import Database
+from storage import Database, open_database
 from tests.durability.support import REPO, work_orders_of
 from tests.durability.test_crash import reapprove_once
 from tests.governance.test_approvals import propose
@@ -239,7 +239,7 @@ async def test_four_processes_appending_audit_rows_at_once_leave_one_gapless_unf
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
     async with fresh_database(postgres_server) as url:
-        db = await Database.open(url)
+        db = await open_database(url)
         try:
             audit = AuditLog(db)
             for n in range(3):  # a chain already there, which the children must extend, not restart
@@ -278,7 +278,7 @@ async def test_a_process_killed_inside_a_raw_write_transaction_leaves_none_of_it
     postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
     async with fresh_database(postgres_server) as url:
-        db = await Database.open(url)
+        db = await open_database(url)
         try:
             audit = AuditLog(db)
             await audit.record(
@@ -297,7 +297,7 @@ async def test_a_process_killed_inside_a_raw_write_transaction_leaves_none_of_it
             assert await chain_intact(db) == 1
         finally:
             await db.close()
-        reopened = await asyncio.wait_for(Database.open(url), RUN_S)
+        reopened = await asyncio.wait_for(open_database(url), RUN_S)
         try:
             after = await asyncio.wait_for(
                 AuditLog(reopened).record(

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from storage import Database
+from storage import Database, open_database
 from twin.alarm_rules import AlarmRules
 from twin.alarms import AlarmService
 from twin.models import SensorType, Severity
@@ -211,7 +211,7 @@ async def test_a_batch_of_many_sensors_leaves_the_same_alarms_as_its_readings_on
             at(second, 7.5 if second >= 50 else 2.0, pump="PUMP-008"),
         ]
     script.insert(60, at(40, 9.9, pump="PUMP-008"))  # a late reading: ignored by both
-    other = await Database.open(tmp_path / "other.db")
+    other = await open_database(tmp_path / "other.db")
     try:
         await load_sample_fleet(other)
         one_at_a_time = await feed(await rules(other), *script)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import Database
+from storage import Database, open_database
 from twin.assets import AssetService
 from twin.importing import PlantImportError, RecordKind, import_plant, site_zone
 from twin.models import SensorType
@@ -23,7 +23,7 @@ TABLES = ("pumps", "sensors", "readings", "alarms", "maintenance_records", "work
 @pytest.fixture
 async def empty_db(database_target: str | Path) -> AsyncIterator[Database]:
     """An empty registry, on SQLite and on PostgreSQL."""
-    database = await Database.open(database_target)
+    database = await open_database(database_target)
     yield database
     await database.close()
 
@@ -229,7 +229,7 @@ async def test_json_lines_import_the_same_as_csv(empty_db: Database, plant: Path
     report = await import_plant(empty_db, plant)
 
     assert report.complete and report.files[2].file.endswith("readings.jsonl")
-    csv_db = await Database.open(tmp_path / "csv.db")
+    csv_db = await open_database(tmp_path / "csv.db")
     try:
         await import_plant(csv_db, EXAMPLE)
         assert await _contents(empty_db) == await _contents(csv_db)

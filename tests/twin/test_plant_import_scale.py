@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from storage import Database
+from storage import Database, open_database
 from twin.importing import import_plant
 from twin.sample_fleet import load_sample_fleet
 
@@ -18,7 +18,7 @@ START = datetime(2027, 1, 1, tzinfo=UTC)
 
 @pytest.fixture
 async def fleet_db(tmp_path: Path) -> AsyncIterator[Database]:
-    database = await Database.open(tmp_path / "fleet.db")
+    database = await open_database(tmp_path / "fleet.db")
     await load_sample_fleet(database)
     yield database
     await database.close()

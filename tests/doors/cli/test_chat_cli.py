@@ -64,6 +64,7 @@ def normalized(output: str) -> str:
     """Durations and session ids vary from run to run."""
     output = re.sub(r"\(\d+ ms\)", "(N ms)", output)
     output = re.sub(r"\b[0-9a-f]{12}\b", "<session>", output)
+    output = re.sub(r"^database SQLite .*?(?=\nsession <session>)", "database <database>", output, flags=re.S | re.M)
     return "\n".join(line.rstrip() for line in output.splitlines())
 
 
@@ -82,6 +83,7 @@ def chat(
 
 GOLDEN = """\
 PumpOps chat · model qwen2.5:7b-instruct at http://127.0.0.1:11434
+database <database>
 session <session> (new) · as alice · /help for commands · Ctrl-C cancels a turn · /quit or Ctrl-D
 exits
 you> Which pump needs attention?

@@ -12,7 +12,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from storage import Database
+from storage import open_database
 from telemetry.sources.base import SourceState, SourceStatus
 from telemetry.status import StatusBoard
 from tests.cli_process import CLI_CODE, REPO, run_pumpops
@@ -111,7 +111,7 @@ def test_telemetry_status_shows_the_nodes_a_server_refused(tmp_path: Path) -> No
     settings = write_settings(tmp_path)
 
     async def record() -> None:
-        db = await Database.open(str(tmp_path / "plant.db"))
+        db = await open_database(str(tmp_path / "plant.db"))
         try:
             board = StatusBoard(db)
             refused = ("ns=2;s=P9.Flow (BadNodeIdUnknown)",)
