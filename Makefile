@@ -82,6 +82,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/registry_bench.py
+	$(BIN)/python bench/postgres_bench.py
 	$(BIN)/python bench/agent_bench.py
 	$(BIN)/python bench/retrieval_bench.py
 	$(BIN)/python bench/memory_bench.py

@@ -1,25 +1,28 @@
 """The registry bench's cases: each read function through the kernel, through its service, and as bare SQL.
 
 The bare side issues the statements the services run (copied from twin/assets.py, twin/alarms.py and
-twin/sensors.py) on a plain aiosqlite connection; each case checks that the kernel's answer agrees with the
-bare rows. `bench/registry_bench.py` times them.
+twin/sensors.py) straight on a driver connection: aiosqlite's ``execute_fetchall`` on SQLite, asyncpg's ``fetch``
+on PostgreSQL (the same SQL, placeholders rewritten once, as the product's dialect does); each case checks that
+the kernel's answer agrees with the bare rows. `bench/registry_bench.py` times them.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 import aiosqlite
+import asyncpg
 from semantic_kernel.functions import KernelArguments, KernelFunction
 
 from kernel_setup.app import AppContext
-from twin.models import SensorType
+from storage.connection import Row
+from storage.dialect import Dialect, to_postgres
+from twin.models import SENSOR_SPECS, BadDirection, SensorType
 
 # --- The SQL the services run, copied from twin/assets.py, twin/alarms.py and twin/sensors.py. ---
 
@@ -34,7 +37,10 @@ PUMP_ALARMS_SQL = (
     "CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END DESC, raised_at DESC"
 )
 
-ALARM_FILTER = "(?1 IS NULL OR severity = ?1) AND (?2 IS NULL OR pump_id = ?2) AND (?3 = 0 OR active = 1)"
+ALARM_FILTER = (
+    "(CAST(?1 AS TEXT) IS NULL OR severity = ?1) AND (CAST(?2 AS TEXT) IS NULL OR pump_id = ?2) "
+    "AND (?3 = 0 OR active = 1)"
+)
 ALARM_COUNT_SQL = "SELECT COUNT(*) AS n FROM alarms WHERE " + ALARM_FILTER
 ALARM_LIST_SQL = (
     "SELECT * FROM alarms WHERE " + ALARM_FILTER + " ORDER BY "
@@ -52,7 +58,8 @@ SUMMARY_WORST_SQL = """
                                          WHEN 'medium' THEN 2 ELSE 1 END) AS severity_rank
                 FROM alarms WHERE active = 1 GROUP BY pump_id
             )
-            SELECT p.pump_id, p.name, p.location, p.status, r.severity_rank, s.latest_value AS vibration
+            SELECT p.pump_id, p.name, p.location, p.status, r.severity_rank, s.latest_value AS vibration,
+                   s.latest_at AS vibration_at
             FROM pumps p
             LEFT JOIN ranked r ON r.pump_id = p.pump_id
             LEFT JOIN sensors s ON s.pump_id = p.pump_id AND s.sensor_type = 'vibration'
@@ -63,13 +70,33 @@ SUMMARY_WORST_SQL = """
 TREND_SENSOR_SQL = (
     "SELECT sensor_id, alarm_threshold, latest_value, latest_at FROM sensors WHERE pump_id = ? AND sensor_type = ?"
 )
-TREND_STATS_SQL = """
+TREND_DAYS = 30
+
+
+def trend_stats_sql(dialect: Dialect) -> str:
+    """The trend's statistics over one sensor's window, as twin/sensors.py builds it for ``dialect``."""
+    jd = dialect.julian_days
+    return f"""
             SELECT COUNT(*) AS n, MIN(value) AS lo, MAX(value) AS hi, AVG(value) AS mean,
                    SUM(x) AS sx, SUM(value) AS sy, SUM(x * value) AS sxy, SUM(x * x) AS sxx
-            FROM (SELECT julianday(recorded_at) - julianday(?2) AS x, value
-                  FROM readings WHERE sensor_id = ?1 AND recorded_at >= ?2 AND recorded_at <= ?3)
+            FROM (SELECT {jd("recorded_at")} - {jd("?2")} AS x, value
+                  FROM readings WHERE sensor_id = ?1 AND recorded_at >= ?2 AND recorded_at <= ?3) AS window_rows
             """
-TREND_DAYS = 30
+
+
+LATEST_WHERE = (
+    "s.sensor_type = ?1 AND s.latest_value IS NOT NULL AND (CAST(?2 AS TEXT) IS NULL OR s.pump_id = ?2) "
+    "AND (CAST(?3 AS DOUBLE PRECISION) IS NULL OR s.latest_value >= ?3)"
+)
+LATEST_COUNT_SQL = "SELECT COUNT(*) AS n FROM sensors s WHERE " + LATEST_WHERE
+LATEST_LIST_SQL = (
+    "SELECT s.pump_id, s.latest_value, s.latest_at, s.alarm_threshold, p.machine_group, p.foundation "
+    "FROM sensors s JOIN pumps p ON p.pump_id = s.pump_id WHERE " + LATEST_WHERE + " ORDER BY {order}, s.pump_id "
+    "LIMIT ?4"
+)
+MAX_READINGS_LISTED = 20
+# The newest stored reading of one sensor, read from the readings table (the plant import's follow-newest update).
+NEWEST_READING_SQL = "SELECT recorded_at, value FROM readings WHERE sensor_id = ? ORDER BY recorded_at DESC LIMIT 1"
 
 
 def pump_id(number: int) -> str:
@@ -90,20 +117,58 @@ class Case:
     pump_details_target: bool = False
 
 
-async def fetch_all(conn: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-    async with conn.execute(sql, params) as cursor:
-        return list(await cursor.fetchall())
+class Bare(Protocol):
+    """A driver connection that runs the product's SQL text and nothing else: no models, no JSON, no audit row."""
+
+    name: str
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
 
 
-async def fetch_one(conn: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
-    async with conn.execute(sql, params) as cursor:
-        return await cursor.fetchone()
+class SqliteBare:
+    """One aiosqlite call per statement (``execute_fetchall``: one hand-off to the connection's thread)."""
+
+    name = "aiosqlite"
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return list(await self.conn.execute_fetchall(sql, params))
+
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        return next(iter(await self.conn.execute_fetchall(sql, params)), None)
+
+
+class PostgresBare:
+    """One asyncpg ``fetch`` per statement on one connection (asyncpg prepares and caches each statement)."""
+
+    name = "asyncpg"
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn = conn
+        self._sql: dict[str, str] = {}
+
+    def _translated(self, sql: str) -> str:
+        out = self._sql.get(sql)
+        if out is None:
+            out = self._sql[sql] = to_postgres(sql)
+        return out
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return list(await self.conn.fetch(self._translated(sql), *params))
+
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        rows = await self.conn.fetch(self._translated(sql), *params)
+        return rows[0] if rows else None
 
 
 class _Sides:
     """What every case calls: the app's kernel and services, the bare connection, and the fleet's pump ids."""
 
-    def __init__(self, app: AppContext, bare: aiosqlite.Connection, pumps: int) -> None:
+    def __init__(self, app: AppContext, bare: Bare, pumps: int) -> None:
         self.app = app
         self.bare = bare
         self.pumps = pumps
@@ -121,9 +186,15 @@ class _Sides:
         return str(result.value)
 
 
-def build_cases(app: AppContext, bare: aiosqlite.Connection, pumps: int) -> list[Case]:
+def build_cases(app: AppContext, bare: Bare, pumps: int) -> list[Case]:
     sides = _Sides(app, bare, pumps)
-    return [_details_case(sides), *_alarm_cases(sides), _summary_case(sides), _trend_case(sides)]
+    return [
+        _details_case(sides),
+        *_alarm_cases(sides),
+        _summary_case(sides),
+        _latest_readings_case(sides),
+        _trend_case(sides),
+    ]
 
 
 def _details_case(sides: _Sides) -> Case:
@@ -131,9 +202,9 @@ def _details_case(sides: _Sides) -> Case:
     bare = sides.bare
 
     async def bare_details(pid: str) -> tuple[Any, ...]:
-        pump = await fetch_one(bare, PUMP_SQL, (pid,))
-        sensors = await fetch_all(bare, PUMP_SENSORS_SQL, (pid,))
-        alarms = await fetch_all(bare, PUMP_ALARMS_SQL, (pid,))
+        pump = await bare.fetch_one(PUMP_SQL, (pid,))
+        sensors = await bare.fetch_all(PUMP_SENSORS_SQL, (pid,))
+        alarms = await bare.fetch_all(PUMP_ALARMS_SQL, (pid,))
         return pump, sensors, alarms
 
     def check_details(out: str, bare_out: tuple[Any, ...]) -> None:
@@ -162,8 +233,8 @@ def _alarm_cases(sides: _Sides) -> list[Case]:
 
     async def bare_alarms(pid: str | None) -> tuple[Any, ...]:
         params = (None, pid, 1)
-        count = await fetch_one(bare, ALARM_COUNT_SQL, params)
-        rows = await fetch_all(bare, ALARM_LIST_SQL, (*params, MAX_ALARMS_LISTED))
+        count = await bare.fetch_one(ALARM_COUNT_SQL, params)
+        rows = await bare.fetch_all(ALARM_LIST_SQL, (*params, MAX_ALARMS_LISTED))
         return count, rows
 
     def check_alarms(out: str, bare_out: tuple[Any, ...]) -> None:
@@ -199,9 +270,9 @@ def _summary_case(sides: _Sides) -> Case:
     bare = sides.bare
 
     async def bare_summary(_: None) -> tuple[Any, ...]:
-        by_status = await fetch_all(bare, SUMMARY_STATUS_SQL)
-        by_severity = await fetch_all(bare, SUMMARY_SEVERITY_SQL)
-        worst = await fetch_one(bare, SUMMARY_WORST_SQL)
+        by_status = await bare.fetch_all(SUMMARY_STATUS_SQL)
+        by_severity = await bare.fetch_all(SUMMARY_SEVERITY_SQL)
+        worst = await bare.fetch_one(SUMMARY_WORST_SQL)
         return by_status, by_severity, worst
 
     def check_summary(out: str, bare_out: tuple[Any, ...]) -> None:
@@ -221,19 +292,51 @@ def _summary_case(sides: _Sides) -> Case:
     )
 
 
+def _latest_readings_case(sides: _Sides) -> Case:
+    """get_sensor_readings fleet-wide for a random sensor type: ranked from ``sensors.latest_value``."""
+    readings_fn = sides.function("sensors", "get_sensor_readings")
+    bare = sides.bare
+    sensor_types = list(SensorType)
+
+    async def bare_latest(sensor_type: SensorType) -> tuple[Any, ...]:
+        high = SENSOR_SPECS[sensor_type].bad_direction is BadDirection.HIGH
+        params = (sensor_type.value, None, None)
+        count = await bare.fetch_one(LATEST_COUNT_SQL, params)
+        order = "s.latest_value DESC" if high else "s.latest_value ASC"
+        rows = await bare.fetch_all(LATEST_LIST_SQL.format(order=order), (*params, MAX_READINGS_LISTED))
+        return count, rows
+
+    def check_latest(out: str, bare_out: tuple[Any, ...]) -> None:
+        data = json.loads(out)
+        count, rows = bare_out
+        assert data["count"] == count["n"] == sides.pumps, data
+        assert [r["pump_id"] for r in data["readings"]] == [r["pump_id"] for r in rows], data
+
+    return Case(
+        name="sensors-get_sensor_readings",
+        label="fleet, random type",
+        kernel_call=lambda t: sides.invoke(readings_fn, sensor_type=t.value),
+        service_call=lambda t: sides.app.sensors.latest_readings(t),
+        bare_call=bare_latest,
+        check=check_latest,
+        inputs=lambda rng: rng.choice(sensor_types),
+    )
+
+
 def _trend_case(sides: _Sides) -> Case:
     trend_fn = sides.function("sensors", "get_sensor_trend")
     bare = sides.bare
     sensor_types = [t.value for t in SensorType]
+    stats_sql = trend_stats_sql(sides.app.db.dialect)
 
     async def bare_trend(args: tuple[str, str]) -> tuple[Any, ...]:
         pid, sensor_type = args
-        sensor = await fetch_one(bare, TREND_SENSOR_SQL, (pid, sensor_type))
+        sensor = await bare.fetch_one(TREND_SENSOR_SQL, (pid, sensor_type))
         assert sensor is not None
         end = sensor["latest_at"]
         end_dt = datetime.fromisoformat(end.replace("Z", "+00:00"))
         start = (end_dt - timedelta(days=TREND_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        stats = await fetch_one(bare, TREND_STATS_SQL, (sensor["sensor_id"], start, end))
+        stats = await bare.fetch_one(stats_sql, (sensor["sensor_id"], start, end))
         return sensor, stats
 
     def check_trend(out: str, bare_out: tuple[Any, ...]) -> None:

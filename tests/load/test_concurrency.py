@@ -2,7 +2,8 @@
 
 No `database is locked` reaches a user, audit rows equal invocations, the chain verifies, two
 supervisors approving one action at once execute it once. Prints the figures (run with -s).
-`LOAD_SECONDS` shortens or lengthens the run (default 60).
+`LOAD_SECONDS` shortens or lengthens the run (default 60). `run_sessions` is the load itself, on whichever
+database the settings name; bench/postgres_bench.py runs it on SQLite and on PostgreSQL side by side.
 """
 
 import asyncio
@@ -13,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +57,9 @@ def reactive_ollama(request: httpx.Request) -> httpx.Response:
     )
 
 
-async def mcp_worker(url: str, index: int, deadline: float, latencies: list[float], errors: list[str]) -> int:
+async def mcp_worker(
+    url: str, index: int, deadline: float, latencies: list[float], errors: list[str], writes: list[float]
+) -> int:
     calls = 0
     async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
         await session.initialize()
@@ -73,6 +77,8 @@ async def mcp_worker(url: str, index: int, deadline: float, latencies: list[floa
             started = time.perf_counter()
             result = await session.call_tool(name, args)
             latencies.append((time.perf_counter() - started) * 1000)
+            if calls % 10 == 9:
+                writes.append(latencies[-1])
             calls += 1
             text = "".join(getattr(c, "text", "") for c in result.content)
             if result.isError or "locked" in text:
@@ -97,16 +103,55 @@ async def turn_worker(
     return invocations
 
 
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    path = tmp_path / "appsettings.json"
-    path.write_text(
-        json.dumps({"Database": {"Path": "load.db"}, "Qdrant": {"Path": ":memory:"}, "Agent": {"HistoryTokens": 600}})
-    )
+def load_test_settings(folder: Path, database_url: str | None = None) -> Settings:
+    """The load's settings in ``folder``: an SQLite file there, or the PostgreSQL database at ``database_url``."""
+    path = folder / "appsettings.json"
+    database = {"Path": "load.db"} if database_url is None else {"Url": database_url}
+    path.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}, "Agent": {"HistoryTokens": 600}}))
     return load_settings(path, env={})
 
 
-async def test_twenty_concurrent_sessions_lose_nothing_and_never_see_a_lock(settings: Settings) -> None:
+@dataclass
+class LoadRun:
+    """What one load run did and measured."""
+
+    seconds: float
+    invocations: int
+    audit_rows: int
+    chain: int | None  # None when the audit chain verifies, else the first broken row
+    work_orders: int
+    latencies: list[float] = field(default_factory=list)  # every tool call, ms
+    writes: list[float] = field(default_factory=list)  # the MCP create_work_order calls among them, ms
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def sessions(self) -> int:
+        return MCP_SESSIONS + TURN_SESSIONS
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.latencies)
+
+    @property
+    def p95(self) -> float:
+        return p95(self.latencies)
+
+    def line(self) -> str:
+        chain = "verifies" if self.chain is None else f"broken at {self.chain}"
+        return (
+            f"concurrent sessions: {self.sessions} x {self.seconds:.0f} s; invocations: {self.invocations}; "
+            f"audit rows: {self.audit_rows}; chain: {chain}; "
+            f"p50 tool latency {self.p50:.1f} ms, p95 {self.p95:.1f} ms; errors: {len(self.errors)}"
+        )
+
+
+def p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20)[18] if len(values) >= 20 else max(values)
+
+
+async def run_sessions(settings: Settings, seconds: float = SECONDS) -> LoadRun:
+    """The load: an MCP server process with 10 sessions and two in-process apps with 10 turn sessions, then two
+    supervisors approving one parked write at once; on the database ``settings`` names (created if missing)."""
     async with open_app(settings):  # create and load the database before the server starts
         pass
     port = free_port()
@@ -136,9 +181,10 @@ async def test_twenty_concurrent_sessions_lose_nothing_and_never_see_a_lock(sett
                 assert time.monotonic() < ready_by, "the MCP server did not start within 60 s"
                 await asyncio.sleep(0.2)
         latencies: list[float] = []
+        writes: list[float] = []
         errors: list[str] = []
         started = time.monotonic()
-        deadline = started + SECONDS
+        deadline = started + seconds
         async with (
             open_app(settings, chat_transport=httpx.MockTransport(reactive_ollama)) as first,
             open_app(settings, chat_transport=httpx.MockTransport(reactive_ollama)) as second,
@@ -146,7 +192,7 @@ async def test_twenty_concurrent_sessions_lose_nothing_and_never_see_a_lock(sett
             runners = [runner_for(first), runner_for(second)]
             counts: list[Any] = await asyncio.gather(
                 *[
-                    mcp_worker(f"http://127.0.0.1:{port}/mcp", i, deadline, latencies, errors)
+                    mcp_worker(f"http://127.0.0.1:{port}/mcp", i, deadline, latencies, errors, writes)
                     for i in range(MCP_SESSIONS)
                 ],
                 *[turn_worker(runners[i % 2], i, deadline, latencies, errors) for i in range(TURN_SESSIONS)],
@@ -173,13 +219,27 @@ async def test_twenty_concurrent_sessions_lose_nothing_and_never_see_a_lock(sett
         server.wait(timeout=30)
         if server.stderr is not None:
             server.stderr.close()
-    p95 = statistics.quantiles(latencies, n=20)[18] if len(latencies) >= 20 else max(latencies)
-    print(
-        f"\nconcurrent sessions: {MCP_SESSIONS + TURN_SESSIONS} x {elapsed:.0f} s; invocations: {invocations}; "
-        f"audit rows: {rows['n'] if rows else 0}; chain: {'verifies' if chain is None else f'broken at {chain}'}; "
-        f"p50 tool latency {statistics.median(latencies):.1f} ms, p95 {p95:.1f} ms; errors: {len(errors)}"
+    return LoadRun(
+        seconds=elapsed,
+        invocations=invocations,
+        audit_rows=rows["n"] if rows else 0,
+        chain=chain,
+        work_orders=orders["n"] if orders else 0,
+        latencies=latencies,
+        writes=writes,
+        errors=errors,
     )
-    assert errors == []
-    assert rows is not None and rows["n"] == invocations
-    assert chain is None
-    assert orders is not None and orders["n"] == 1
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return load_test_settings(tmp_path)
+
+
+async def test_twenty_concurrent_sessions_lose_nothing_and_never_see_a_lock(settings: Settings) -> None:
+    run = await run_sessions(settings)
+    print("\n" + run.line())
+    assert run.errors == []
+    assert run.audit_rows == run.invocations
+    assert run.chain is None
+    assert run.work_orders == 1
