@@ -51,7 +51,6 @@ from registry_cases import (  # bench/ is this script's folder, first on sys.pat
     SqliteBare,
     build_cases,
     pump_id,
-    trend_stats_sql,
 )
 
 from governance.audit_log import AuditOutcome
@@ -65,6 +64,7 @@ from twin.generator import generate_fleet
 from twin.models import SensorType
 from twin.sample_fleet import load_sample_fleet
 from twin.sample_fleet_data import SAMPLE_PUMPS
+from twin.sensors import trend_stats_query
 from twin.timestamps import format_ts, parse_ts
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -439,7 +439,7 @@ async def explain_queries(bare: Bare, backend: str) -> list[Plan]:
     queries: list[tuple[str, str, tuple[Any, ...], str]] = [
         (
             f"trend ({TREND_DAYS} d of one sensor)",
-            trend_stats_sql(dialect),
+            trend_stats_query(dialect),
             (sensor["sensor_id"], start, end),
             "readings",
         ),

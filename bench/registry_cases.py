@@ -21,8 +21,9 @@ from semantic_kernel.functions import KernelArguments, KernelFunction
 
 from kernel_setup.app import AppContext
 from storage.connection import Row
-from storage.dialect import Dialect, to_postgres
+from storage.dialect import to_postgres
 from twin.models import SENSOR_SPECS, BadDirection, SensorType
+from twin.sensors import LATEST_FILTER, trend_stats_query
 
 # --- The SQL the services run, copied from twin/assets.py, twin/alarms.py and twin/sensors.py. ---
 
@@ -73,21 +74,9 @@ TREND_SENSOR_SQL = (
 TREND_DAYS = 30
 
 
-def trend_stats_sql(dialect: Dialect) -> str:
-    """The trend's statistics over one sensor's window, as twin/sensors.py builds it for ``dialect``."""
-    jd = dialect.julian_days
-    return f"""
-            SELECT COUNT(*) AS n, MIN(value) AS lo, MAX(value) AS hi, AVG(value) AS mean,
-                   SUM(x) AS sx, SUM(value) AS sy, SUM(x * value) AS sxy, SUM(x * x) AS sxx
-            FROM (SELECT {jd("recorded_at")} - {jd("?2")} AS x, value
-                  FROM readings WHERE sensor_id = ?1 AND recorded_at >= ?2 AND recorded_at <= ?3) AS window_rows
-            """
+LATEST_WHERE = LATEST_FILTER  # the product's own filter and trend query: the bare side runs the same statements
 
 
-LATEST_WHERE = (
-    "s.sensor_type = ?1 AND s.latest_value IS NOT NULL AND (CAST(?2 AS TEXT) IS NULL OR s.pump_id = ?2) "
-    "AND (CAST(?3 AS DOUBLE PRECISION) IS NULL OR s.latest_value >= ?3)"
-)
 LATEST_COUNT_SQL = "SELECT COUNT(*) AS n FROM sensors s WHERE " + LATEST_WHERE
 LATEST_LIST_SQL = (
     "SELECT s.pump_id, s.latest_value, s.latest_at, s.alarm_threshold, p.machine_group, p.foundation "
@@ -327,7 +316,7 @@ def _trend_case(sides: _Sides) -> Case:
     trend_fn = sides.function("sensors", "get_sensor_trend")
     bare = sides.bare
     sensor_types = [t.value for t in SensorType]
-    stats_sql = trend_stats_sql(sides.app.db.dialect)
+    stats_sql = trend_stats_query(sides.app.db.dialect)
 
     async def bare_trend(args: tuple[str, str]) -> tuple[Any, ...]:
         pid, sensor_type = args

@@ -94,8 +94,16 @@ class SensorTrend(BaseModel):
     stale_note: str | None = stale_field()
 
 
+# The latest readings' filter: ?1 sensor type, ?2 one pump or NULL, ?3 a floor or NULL (cast: PostgreSQL cannot
+# infer the type of a bare ``? IS NULL``).
+LATEST_FILTER = (
+    "s.sensor_type = ?1 AND s.latest_value IS NOT NULL AND (CAST(?2 AS TEXT) IS NULL OR s.pump_id = ?2) "
+    "AND (CAST(?3 AS DOUBLE PRECISION) IS NULL OR s.latest_value >= ?3)"
+)
+
+
 @lru_cache(maxsize=2)
-def _trend_query(dialect: Dialect) -> str:
+def trend_stats_query(dialect: Dialect) -> str:
     """The window statistics of one sensor (?1) from ?2 to ?3, x in days since ?2, in the dialect's spelling."""
     jd = dialect.julian_days
     return f"""
@@ -120,10 +128,7 @@ class SensorService:
         spec = SENSOR_SPECS[sensor_type]
         pump = normalize_pump_id(pump_id) if pump_id is not None and pump_id.strip() else None
         params = (sensor_type.value, pump, min_value)
-        where = (
-            "s.sensor_type = ?1 AND s.latest_value IS NOT NULL AND (CAST(?2 AS TEXT) IS NULL OR s.pump_id = ?2) "
-            "AND (CAST(?3 AS DOUBLE PRECISION) IS NULL OR s.latest_value >= ?3)"
-        )
+        where = LATEST_FILTER
         count_row = await self._db.fetch_one("SELECT COUNT(*) AS n FROM sensors s WHERE " + where, params)
         count = count_row["n"] if count_row else 0
         order = "s.latest_value DESC" if spec.bad_direction is BadDirection.HIGH else "s.latest_value ASC"
@@ -177,7 +182,7 @@ class SensorService:
             return empty
         end_dt = parse_ts(end)
         start = format_ts(end_dt - timedelta(days=days))
-        stats = await self._db.fetch_one(_trend_query(self._db.dialect), (sensor["sensor_id"], start, end))
+        stats = await self._db.fetch_one(trend_stats_query(self._db.dialect), (sensor["sensor_id"], start, end))
         if stats is None or stats["n"] == 0:
             return empty
         n = stats["n"]
