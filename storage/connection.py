@@ -7,7 +7,7 @@ SQL; the PostgreSQL connection translates placeholders and the few type names th
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Awaitable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import asyncpg
@@ -27,38 +27,14 @@ class Row(Protocol):
         ...
 
 
-class Cursor(Protocol):
-    """The outcome of one statement: its rows and how many rows it changed."""
-
-    @property
-    def rowcount(self) -> int:
-        """How many rows the statement changed."""
-        ...
-
-    async def fetchone(self) -> Any:
-        """The first row, or None."""
-        ...
-
-    async def fetchall(self) -> Iterable[Any]:
-        """Every row."""
-        ...
-
-
-class Execution(Protocol):
-    """A statement under way: awaited, or used as ``async with conn.execute(...) as cursor``."""
-
-    def __await__(self) -> Generator[Any, None, Any]: ...
-
-    async def __aenter__(self) -> Any: ...
-
-    async def __aexit__(self, *exc: object) -> Any: ...
-
-
 class Connection(Protocol):
     """The connection inside `Database.transaction()`: statements run in that one transaction."""
 
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any:
-        """One statement, awaited or entered (an `Execution`; typed loosely, as aiosqlite's own result is)."""
+        """One statement: awaited, or entered as ``async with conn.execute(...) as cursor``.
+
+        The cursor has ``fetchone``, ``fetchall`` and ``rowcount``; typed loosely, as aiosqlite's own result is.
+        """
         ...
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Awaitable[Any]:
