@@ -18,6 +18,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from kernel_setup import load_settings
 from storage import open_database
 from storage.local_server import start_postgres
 from storage.urls import with_database
@@ -79,3 +80,26 @@ async def fresh_database(server: PostgresServer) -> AsyncIterator[str]:
             await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         finally:
             await admin.close()
+
+
+def database_section(target: str | Path, path: str = "data/test.db") -> dict[str, str]:
+    """A settings file's ``Database`` section for a test's `database_target`.
+
+    On SQLite the database is the file at ``path`` (relative to the settings file, as a site writes it); on
+    PostgreSQL ``Url`` is the target's fresh database, and ``path`` is unused.
+    """
+    return {"Path": path, **({"Url": target} if isinstance(target, str) else {})}
+
+
+def query(settings_file: Path, sql: str, params: tuple[object, ...] = ()) -> list[dict[str, object]]:
+    """Every row of one query on the database ``settings_file`` points to, from synchronous code (a CLI test)."""
+
+    async def rows() -> list[dict[str, object]]:
+        database = await open_database(load_settings(settings_file, env={}).database_target, migrate=False)
+        try:
+            return [dict(row) for row in await database.fetch_all(sql, params)]
+        finally:
+            await database.close()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, rows()).result()
