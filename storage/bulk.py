@@ -19,27 +19,51 @@ def dialect_of(conn: Connection) -> Dialect:
     return POSTGRES if isinstance(conn, PostgresConnection) else SQLITE
 
 
-_ARRAY_TYPES: tuple[tuple[type, str], ...] = ((bool, "boolean"), (int, "bigint"), (float, "double precision"))
-
-
 async def insert_new(conn: Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
     """Insert ``rows``, leaving alone each whose unique key is stored already; return how many were inserted.
 
     ``table`` and ``columns`` are the product's own names (checked by `identifier`); the values are parameters.
     """
+    return await _insert(conn, table, columns, rows, " ON CONFLICT DO NOTHING")
+
+
+async def insert_all(conn: Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+    """Insert every one of ``rows`` (a stored unique key is an integrity error); return how many were inserted."""
+    return await _insert(conn, table, columns, rows, "")
+
+
+async def _insert(
+    conn: Connection, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], conflict: str
+) -> int:
     if not rows:
         return 0
     names = ", ".join(identifier(column) for column in columns)
     into = f"INSERT INTO {identifier(table)} ({names})"
     if isinstance(conn, PostgresConnection):
-        arrays = [list(column) for column in zip(*rows, strict=True)]
-        unnest = ", ".join(f"${i}::{_array_type(values)}[]" for i, values in enumerate(arrays, start=1))
-        statement = f"{into} SELECT * FROM unnest({unnest}) ON CONFLICT DO NOTHING"
-        return _count(await conn.raw.execute(statement, *arrays))
-    statement = f"{into} VALUES ({', '.join('?' * len(columns))}) ON CONFLICT DO NOTHING"
+        statement, arrays = _from_arrays(into, rows)
+        return _count(await conn.raw.execute(statement + conflict, *arrays))
+    statement = f"{into} VALUES ({', '.join('?' * len(columns))}){conflict}"
     before: int = conn.total_changes  # type: ignore[attr-defined]
     await conn.executemany(statement, rows)
     return int(conn.total_changes) - before  # type: ignore[attr-defined]
+
+
+def _from_arrays(into: str, rows: Sequence[Sequence[Any]]) -> tuple[str, list[list[Any]]]:
+    """``INSERT … SELECT`` over one typed array per column; a column of only NULLs is a plain NULL."""
+    arrays: list[list[Any]] = []
+    selected: list[str] = []
+    unnested: list[str] = []
+    for position, column in enumerate(zip(*rows, strict=True)):
+        values = list(column)
+        if all(value is None for value in values):
+            selected.append("NULL")
+            continue
+        arrays.append(values)
+        unnested.append(f"${len(arrays)}::{_array_type(values)}[]")
+        selected.append(f"u.c{position}")
+    aliases = ", ".join(name.removeprefix("u.") for name in selected if name != "NULL")
+    select = f"SELECT {', '.join(selected)} FROM unnest({', '.join(unnested)}) AS u({aliases})"
+    return f"{into} {select}", arrays
 
 
 async def changed_by_each(conn: Connection, sql: str, rows: Sequence[Sequence[Any]]) -> int:
@@ -59,11 +83,14 @@ async def changed_by_each(conn: Connection, sql: str, rows: Sequence[Sequence[An
 
 
 def _array_type(values: list[Any]) -> str:
-    """The PostgreSQL array element type for one column's values: by the first value that is not None."""
-    sample = next((value for value in values if value is not None), "")
-    for python_type, name in _ARRAY_TYPES:
-        if type(sample) is python_type:
-            return name
+    """The PostgreSQL array element type for one column's values (ints among floats make it a float column)."""
+    kinds = {type(value) for value in values if value is not None}
+    if kinds == {bool}:
+        return "boolean"
+    if kinds == {int}:
+        return "bigint"
+    if kinds and kinds <= {int, float}:
+        return "double precision"
     return "text"
 
 

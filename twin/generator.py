@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from storage import Database
+from storage.bulk import insert_all
 from twin.iso10816 import Zone, assess, boundaries
 from twin.models import SENSOR_SPECS, Foundation, SensorType
 from twin.sample_fleet_data import AF150, AF400, VT600
@@ -114,24 +115,38 @@ async def _next_alarm_number(db: Database) -> int:
 
 
 async def _insert(db: Database, rows: _Rows) -> None:
-    """Write one batch's rows in one transaction."""
+    """Write one batch's rows in one transaction (one statement a table on PostgreSQL)."""
     async with db.transaction() as conn:
-        await conn.executemany(
-            "INSERT INTO pumps (pump_id, name, location, model, power_kw, rated_speed_rpm, machine_group, "
-            "foundation, status, installed_on, last_maintenance_on) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows.pumps,
-        )
-        await conn.executemany(
-            "INSERT INTO sensors (sensor_id, pump_id, sensor_type, unit, bad_direction, alarm_threshold, "
-            "latest_value, latest_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            rows.sensors,
-        )
-        await conn.executemany("INSERT INTO readings (sensor_id, recorded_at, value) VALUES (?, ?, ?)", rows.readings)
-        await conn.executemany(
-            "INSERT INTO alarms (alarm_id, pump_id, sensor_type, severity, message, value, raised_at, active) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
-            rows.alarms,
-        )
+        await insert_all(conn, "pumps", _PUMP_COLUMNS, rows.pumps)
+        await insert_all(conn, "sensors", _SENSOR_COLUMNS, rows.sensors)
+        await insert_all(conn, "readings", ("sensor_id", "recorded_at", "value"), rows.readings)
+        await insert_all(conn, "alarms", _ALARM_COLUMNS, [(*alarm, 1) for alarm in rows.alarms])
+
+
+_PUMP_COLUMNS = (
+    "pump_id",
+    "name",
+    "location",
+    "model",
+    "power_kw",
+    "rated_speed_rpm",
+    "machine_group",
+    "foundation",
+    "status",
+    "installed_on",
+    "last_maintenance_on",
+)
+_SENSOR_COLUMNS = (
+    "sensor_id",
+    "pump_id",
+    "sensor_type",
+    "unit",
+    "bad_direction",
+    "alarm_threshold",
+    "latest_value",
+    "latest_at",
+)
+_ALARM_COLUMNS = ("alarm_id", "pump_id", "sensor_type", "severity", "message", "value", "raised_at", "active")
 
 
 def _batch(
