@@ -126,6 +126,7 @@ class AuditLog:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._head: tuple[int, str] | None = None  # (id, row_hash) of the row this log appended last
 
     async def record(
         self,
@@ -182,35 +183,22 @@ class AuditLog:
 
     async def append(self, conn: Connection, columns: dict[str, Any]) -> None:
         """Chain and insert prepared columns; the caller holds the write transaction."""
-        # Read the head inside the same BEGIN IMMEDIATE transaction: no other writer, in any
-        # process, can append between this read and the insert below.
+        columns["at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
+        # The head this log appended last, if it is still the head: one statement reads and extends the chain.
+        # The check runs inside the write transaction (BEGIN IMMEDIATE, or PostgreSQL's write lock), so no
+        # writer in any process can append between it and the insert; a head moved by anyone else (or a
+        # rolled-back append) only makes the check fail, and the head is then read as below.
+        if self._head is not None:
+            _chain(columns, self._head)
+            cursor = await conn.execute(_INSERT_AFTER_HEAD, (*_values(columns), self._head[1]))
+            if cursor.rowcount == 1:
+                self._head = (columns["id"], columns["row_hash"])
+                return
         async with conn.execute("SELECT id, row_hash FROM audit_log ORDER BY id DESC LIMIT 1") as cursor:
             head = await cursor.fetchone()
-        columns["id"] = 1 if head is None else head["id"] + 1
-        columns["prev_hash"] = GENESIS_HASH if head is None else head["row_hash"]
-        columns["at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
-        columns["row_hash"] = row_hash(columns)
-        await conn.execute(
-            "INSERT INTO audit_log (id, at, principal, session, door, function, effect, arguments, outcome, "
-            "detail, duration_ms, result_digest, prev_hash, row_hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                columns["id"],
-                columns["at"],
-                columns["principal"],
-                columns["session"],
-                columns["door"],
-                columns["function"],
-                columns["effect"],
-                columns["arguments"],
-                columns["outcome"],
-                columns["detail"],
-                columns["duration_ms"],
-                columns["result_digest"],
-                columns["prev_hash"],
-                columns["row_hash"],
-            ),
-        )
+        _chain(columns, None if head is None else (head["id"], head["row_hash"]))
+        await conn.execute(_INSERT, _values(columns))
+        self._head = (columns["id"], columns["row_hash"])
 
     async def record_rejected(
         self,
@@ -271,6 +259,25 @@ class AuditLog:
                     return ChainReport(rows_checked=checked, first_bad_id=row_id, reason=problem)
                 checked += 1
                 prev_id, prev_hash = row_id, str(columns["row_hash"])
+
+
+_STORED_COLUMNS = (*_HASHED_COLUMNS, "row_hash")
+_INSERT = f"INSERT INTO audit_log ({', '.join(_STORED_COLUMNS)}) VALUES ({', '.join('?' * len(_STORED_COLUMNS))})"
+_INSERT_AFTER_HEAD = (
+    f"INSERT INTO audit_log ({', '.join(_STORED_COLUMNS)}) SELECT {', '.join('?' * len(_STORED_COLUMNS))} "
+    "WHERE (SELECT row_hash FROM audit_log ORDER BY id DESC LIMIT 1) = ?"
+)
+
+
+def _chain(columns: dict[str, Any], head: tuple[int, str] | None) -> None:
+    """Link prepared columns after ``head`` (id, row_hash), or as the first row, and hash them."""
+    columns["id"] = 1 if head is None else head[0] + 1
+    columns["prev_hash"] = GENESIS_HASH if head is None else head[1]
+    columns["row_hash"] = row_hash(columns)
+
+
+def _values(columns: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(columns[name] for name in _STORED_COLUMNS)
 
 
 def _columns(

@@ -94,16 +94,19 @@ class PostgresDatabase(Database):
     async def transaction(self) -> AsyncIterator[Connection]:
         """Yield the writer inside a transaction that holds the write lock; commit on success, roll back on error."""
         async with self._write_lock:
-            transaction = self._writer.transaction()
-            await transaction.start()
+            await self._writer.execute(_BEGIN_WRITE)
             try:
-                await self._writer.execute("SELECT pg_advisory_xact_lock($1)", WRITE_LOCK_KEY)
                 yield PostgresConnection(self._writer)
             except BaseException:
-                await transaction.rollback()
+                if self._writer.is_in_transaction():
+                    await self._writer.execute("ROLLBACK")
                 raise
-            else:
-                await transaction.commit()
+            await self._writer.execute("COMMIT")
+
+
+# BEGIN and the lock in one message (one round trip to the server): a simple query runs its statements in
+# order, so the lock is held before any statement of the transaction takes its snapshot.
+_BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK_KEY:d})"
 
 
 async def _configure(conn: asyncpg.Connection) -> None:

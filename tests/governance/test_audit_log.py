@@ -259,6 +259,19 @@ async def test_fifty_concurrent_invocations_append_one_unbroken_chain(audited: A
     assert await audited.log.verify() is None
 
 
+async def test_a_row_rolled_back_with_its_write_leaves_the_next_append_on_the_real_head(audited: Audited) -> None:
+    await audited.log.record(function="assets-list_pumps", arguments={}, outcome=AuditOutcome.OK)
+    with pytest.raises(RuntimeError):
+        async with audited.db.transaction() as conn:
+            await audited.log.record_in(conn, function="work_orders-create", arguments={}, outcome=AuditOutcome.OK)
+            raise RuntimeError("the write failed after its audit row")
+    await audited.log.record(function="assets-list_pumps", arguments={}, outcome=AuditOutcome.OK)
+    rows = await audited.rows()
+    assert [(row.id, row.function) for row in rows] == [(1, "assets-list_pumps"), (2, "assets-list_pumps")]
+    assert rows[1].prev_hash == rows[0].row_hash
+    assert await audited.log.verify() is None
+
+
 async def test_two_database_handles_on_one_file_append_concurrently_without_forking(db_path: str | Path) -> None:
     first, second = await open_database(db_path), await open_database(db_path)
     try:
