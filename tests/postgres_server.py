@@ -39,13 +39,26 @@ class PostgresServer:
         return with_database(self.admin_url, database)
 
 
+SERVER_VARIABLE = "TEST_POSTGRES_URL"
+"""Runs the PostgreSQL tests on a server of your own (another version, a managed service) instead of pgserver's
+(no ``PUMPOPS_`` prefix: those variables are settings):
+the URL of a role that may create databases, e.g. ``postgresql://postgres@/postgres?host=/run/postgresql``."""
+
+
 def start_server(folder: Path) -> PostgresServer:
-    """Start the server (skipping the PostgreSQL runs, with the reason, when it cannot start) and build the template."""
-    try:
-        local = start_postgres(folder / "data")
-    except Exception as exc:  # the reason goes into the skip, so CI shows why PostgreSQL did not run
-        pytest.skip(f"PostgreSQL tests skipped: pgserver could not start a server ({type(exc).__name__}: {exc})")
-    postgres = PostgresServer(local.admin_url)
+    """Start the server (skipping the PostgreSQL runs, with the reason, when it cannot start) and build the template.
+
+    With `SERVER_VARIABLE` set, the tests use that server instead and start none.
+    """
+    given = os.environ.get(SERVER_VARIABLE, "").strip()
+    if given:
+        postgres = PostgresServer(given)
+    else:
+        try:
+            local = start_postgres(folder / "data")
+        except Exception as exc:  # the reason goes into the skip, so CI shows why PostgreSQL did not run
+            pytest.skip(f"PostgreSQL tests skipped: pgserver could not start a server ({type(exc).__name__}: {exc})")
+        postgres = PostgresServer(local.admin_url)
     # Its own thread and event loop: the first test to ask for the server may be running in a loop already.
     with ThreadPoolExecutor(max_workers=1) as pool:
         pool.submit(asyncio.run, _build_template(postgres)).result()
