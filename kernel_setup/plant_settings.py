@@ -17,6 +17,13 @@ from twin.models import SensorType, Severity
 SENSOR_TYPES = tuple(t.value for t in SensorType)
 SEVERITIES = tuple(s.value for s in Severity)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+# A NodeId in the string form of OPC UA Part 6 (5.3.1.10): an optional namespace (index or URI), then a numeric,
+# string, GUID or opaque (base64) identifier.
+_NODE_ID = re.compile(
+    r"(?:ns=\d+;|nsu=[^;]+;)?"
+    r"(?:i=\d+|s=.+|g=[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}|b=[A-Za-z0-9+/]+={0,2})",
+    re.DOTALL,
+)
 
 
 class PlantSettings(Section):
@@ -40,6 +47,16 @@ class OpcUaNode(Section):
     @classmethod
     def _known_sensor(cls, value: str) -> str:
         return _sensor_type(value)
+
+    @field_validator("node_id")
+    @classmethod
+    def _node_id(cls, value: str) -> str:
+        if not _NODE_ID.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is not an OPC UA NodeId; write it as ns=2;s=Station1.P1.Vibration (a string id), "
+                "ns=2;i=1001 (a number), ns=2;g=<GUID> or ns=2;b=<base64>"
+            )
+        return value
 
 
 class OpcUaSourceSettings(Section):
