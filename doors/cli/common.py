@@ -42,7 +42,7 @@ class CliState:
             try:
                 self._settings = load_settings(self.settings_path)
             except PumpOpsError as exc:
-                fail(self, str(exc))
+                fail(self, str(exc), multiline=True)  # one problem a line; the text is the user's own settings
         return self._settings
 
 
@@ -54,9 +54,10 @@ def state(ctx: typer.Context) -> CliState:
     return obj
 
 
-def fail(cli: CliState, message: str, code: int = EXIT_USAGE) -> NoReturn:
-    """Print an error (no traceback) and exit non-zero."""
-    cli.err_console.print(f"[bold red]error:[/] {safe_text(message)}", highlight=False, markup=True)
+def fail(cli: CliState, message: str, code: int = EXIT_USAGE, *, multiline: bool = False) -> NoReturn:
+    """Print an error (no traceback) and exit non-zero; ``multiline`` keeps the message's own line breaks."""
+    shown = safe_text(message, multiline=multiline)
+    cli.err_console.print(f"[bold red]error:[/] {shown}", highlight=False, markup=True)
     raise typer.Exit(code)
 
 

@@ -196,3 +196,13 @@ def test_the_cli_refuses_a_deeply_nested_settings_file_with_exit_2_and_one_line(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: Settings file") and "deeper than 32" in lines[0]
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_the_cli_prints_each_settings_problem_on_a_line_of_its_own(tmp_path: Path) -> None:
+    settings = tmp_path / "appsettings.json"
+    settings.write_text(json.dumps({"Databse": {}, "Agent": {"MaxModelCalls": "many"}}))
+    shown = run_pumpops(settings, "config", "show")
+    assert shown.returncode == 2
+    lines = shown.stderr.strip().splitlines()
+    assert lines[0].startswith("error: Invalid settings (from ") and "\\x0a" not in shown.stderr
+    assert sorted(line.split(":")[0].strip() for line in lines[1:]) == ["- Agent.MaxModelCalls", "- Databse"]
