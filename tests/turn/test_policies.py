@@ -22,6 +22,7 @@ from kernel_setup import Settings, load_settings, open_app
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
 from tests.fakes.llama import ScoringEngine, Step, local_runner
 from tests.fakes.ollama import ScriptedOllama, call, reply
+from tests.postgres_server import database_section
 from turn.events import TurnResult
 from turn.factory import runner_for
 from turn.policies import PARKED_ANSWER
@@ -119,10 +120,21 @@ def model(request: pytest.FixtureRequest) -> Driver:
     return driver
 
 
-def make_settings(tmp_path: Path, **agent: Any) -> Settings:
-    path = tmp_path / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "t.db"}, "Qdrant": {"Path": ":memory:"}, "Agent": agent}))
-    return load_settings(path, env={})
+class MakeSettings(Protocol):
+    """Settings with these `Agent` options, in the test's folder, on the test's database (either backend)."""
+
+    def __call__(self, **agent: Any) -> Settings: ...
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, database_target: str | Path) -> MakeSettings:
+    def make(**agent: Any) -> Settings:
+        path = tmp_path / "appsettings.json"
+        database = database_section(database_target, "t.db")
+        path.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}, "Agent": agent}))
+        return load_settings(path, env={})
+
+    return make
 
 
 def calls_of(result: TurnResult) -> list[tuple[str, dict[str, Any], str]]:
@@ -130,9 +142,9 @@ def calls_of(result: TurnResult) -> list[tuple[str, dict[str, Any], str]]:
 
 
 async def test_a_status_question_reads_the_fleet_summary_before_the_model_answers(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
-    outcome = await model.run(make_settings(tmp_path), "Anything wrong?", ["5 active alarms; PUMP-007 is critical."])
+    outcome = await model.run(make_settings(), "Anything wrong?", ["5 active alarms; PUMP-007 is critical."])
     assert calls_of(outcome.result) == [(FLEET_SUMMARY_TOOL, {}, "ok")]
     assert outcome.model_calls == 1 and "active_alarms" in outcome.shown[0]  # the summary is read before answering
     if model.name == "local":  # the local model's note after the results, worded by its connector
@@ -140,34 +152,36 @@ async def test_a_status_question_reads_the_fleet_summary_before_the_model_answer
 
 
 async def test_with_status_questions_off_the_model_answers_a_status_question_itself(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
-    settings = make_settings(tmp_path, StatusQuestions=False, ClaimCheck=False)
+    settings = make_settings(StatusQuestions=False, ClaimCheck=False)
     outcome = await model.run(settings, "Anything wrong?", ["Nothing I know of."])
     assert outcome.result.tool_calls == [] and outcome.model_calls == 1
 
 
 async def test_an_answer_vouching_for_the_plant_before_any_read_is_never_shown_and_the_turn_reads_first(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
-    settings = make_settings(tmp_path, StatusQuestions=False)  # the claim alone, not the question's wording
+    settings = make_settings(StatusQuestions=False)  # the claim alone, not the question's wording
     outcome = await model.run(settings, "Should I be worried?", ["No problems.", "PUMP-007 has a critical alarm."])
     assert calls_of(outcome.result) == [(FLEET_SUMMARY_TOOL, {}, "ok")]
     assert outcome.result.answer == "PUMP-007 has a critical alarm." and outcome.model_calls == 2
     assert "No problems." not in outcome.shown[1]  # the claim is not part of the conversation
 
 
-async def test_with_the_claim_check_off_a_vouching_answer_before_any_read_stands(model: Driver, tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, StatusQuestions=False, ClaimCheck=False)
+async def test_with_the_claim_check_off_a_vouching_answer_before_any_read_stands(
+    model: Driver, make_settings: MakeSettings
+) -> None:
+    settings = make_settings(StatusQuestions=False, ClaimCheck=False)
     outcome = await model.run(settings, "Should I be worried?", ["No problems."])
     assert outcome.result.tool_calls == [] and outcome.model_calls == 1
 
 
 async def test_a_pump_the_operator_named_that_no_call_asked_for_is_read_before_the_answer(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     moves: list[Move] = [Call("assets-get_pump_details", {"pump_id": "PUMP-001"}), "Both are online."]
-    outcome = await model.run(make_settings(tmp_path), "How are PUMP-001 and PUMP-002 doing?", moves)
+    outcome = await model.run(make_settings(), "How are PUMP-001 and PUMP-002 doing?", moves)
     assert calls_of(outcome.result) == [
         ("assets-get_pump_details", {"pump_id": "PUMP-001"}, "ok"),
         ("assets-get_pump_details", {"pump_id": "PUMP-002"}, "ok"),
@@ -176,10 +190,10 @@ async def test_a_pump_the_operator_named_that_no_call_asked_for_is_read_before_t
 
 
 async def test_pumps_named_however_spelled_are_read_when_the_model_read_only_the_fleet_summary(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     moves: list[Move] = [Call(FLEET_SUMMARY_TOOL, {}), "P8 is online and P-4 has a high alarm."]
-    outcome = await model.run(make_settings(tmp_path), "How are P8 and pump 4 doing?", moves)
+    outcome = await model.run(make_settings(), "How are P8 and pump 4 doing?", moves)
     assert calls_of(outcome.result) == [
         (FLEET_SUMMARY_TOOL, {}, "ok"),
         ("assets-get_pump_details", {"pump_id": "PUMP-008"}, "ok"),
@@ -188,37 +202,39 @@ async def test_pumps_named_however_spelled_are_read_when_the_model_read_only_the
     assert outcome.model_calls == 2 and "Distribution 1" in outcome.shown[1]  # PUMP-008's details were shown
 
 
-async def test_a_fleet_wide_read_that_takes_a_pump_id_covers_the_pumps_named(model: Driver, tmp_path: Path) -> None:
+async def test_a_fleet_wide_read_that_takes_a_pump_id_covers_the_pumps_named(
+    model: Driver, make_settings: MakeSettings
+) -> None:
     moves: list[Move] = [Call("alarms-list_alarms", {}), "PUMP-004 has a high vibration alarm."]
-    outcome = await model.run(make_settings(tmp_path), "Any alarms on pump 4?", moves)
+    outcome = await model.run(make_settings(), "Any alarms on pump 4?", moves)
     assert calls_of(outcome.result) == [("alarms-list_alarms", {}, "ok")] and outcome.model_calls == 2
 
 
 async def test_a_measurement_before_any_read_is_never_shown_and_the_named_pump_is_read(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
-    settings = make_settings(tmp_path, StatusQuestions=False)
+    settings = make_settings(StatusQuestions=False)
     outcome = await model.run(settings, "What is the vibration on pump 5?", ["It is 2.0 mm/s.", "It is 3.9 mm/s."])
     assert calls_of(outcome.result) == [("assets-get_pump_details", {"pump_id": "PUMP-005"}, "ok")]
     assert outcome.result.answer == "It is 3.9 mm/s." and "2.0 mm/s" not in outcome.shown[1]
 
 
 async def test_a_unit_the_operator_asks_for_is_converted_by_code_and_the_answer_copying_it_is_grounded(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     moves: list[Move] = [Call("assets-get_pump_details", {"pump_id": "PUMP-001"}), "It is 88.5 psi."]
-    outcome = await model.run(make_settings(tmp_path), "What is PUMP-001's discharge pressure in psi?", moves)
+    outcome = await model.run(make_settings(), "What is PUMP-001's discharge pressure in psi?", moves)
     assert "88.5" in outcome.shown[1]  # beside the registry's 6.1 bar, in the result the model read
     assert outcome.result.answer == "It is 88.5 psi." and outcome.result.corrections == []
     assert outcome.result.ungrounded == []
 
 
 async def test_a_second_sensor_is_read_with_the_first_calls_other_arguments_and_no_call_is_repeated(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     first = Call("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "vibration"})
     question = "For PUMP-007, show both the vibration trend and the bearing temperature trend."
-    outcome = await model.run(make_settings(tmp_path), question, [first, "Both are rising."])
+    outcome = await model.run(make_settings(), question, [first, "Both are rising."])
     assert [(name, arguments) for name, arguments, _ in calls_of(outcome.result)] == [
         ("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "vibration"}),
         ("sensors-get_sensor_trend", {"pump_id": "PUMP-007", "sensor_type": "bearing_temperature"}),
@@ -226,11 +242,11 @@ async def test_a_second_sensor_is_read_with_the_first_calls_other_arguments_and_
 
 
 async def test_a_question_about_the_manuals_searches_them_with_the_operators_words(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     question = "PUMP-007's vibration is high: what zone is it in and what does the manual say to do?"
     moves: list[Move] = [Call("assets-get_pump_details", {"pump_id": "PUMP-007"}), "Zone D; stop it."]
-    outcome = await model.run(make_settings(tmp_path), question, moves)
+    outcome = await model.run(make_settings(), question, moves)
     assert [(name, arguments) for name, arguments, _ in calls_of(outcome.result)] == [
         ("assets-get_pump_details", {"pump_id": "PUMP-007"}),
         (MANUALS_TOOL, {"question": question}),
@@ -238,19 +254,21 @@ async def test_a_question_about_the_manuals_searches_them_with_the_operators_wor
     assert outcome.model_calls == 2
 
 
-async def test_with_follow_up_calls_off_the_model_answers_from_its_own_calls(model: Driver, tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, FollowUpCalls=False)
+async def test_with_follow_up_calls_off_the_model_answers_from_its_own_calls(
+    model: Driver, make_settings: MakeSettings
+) -> None:
+    settings = make_settings(FollowUpCalls=False)
     moves: list[Move] = [Call("assets-get_pump_details", {"pump_id": "PUMP-001"}), "PUMP-001 is online."]
     outcome = await model.run(settings, "How are PUMP-001 and PUMP-002 doing?", moves)
     assert len(outcome.result.tool_calls) == 1 and outcome.model_calls == 2
 
 
 async def test_a_round_of_parked_writes_is_answered_by_code_with_the_approval_ids(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     order = {"pump_id": "PUMP-007", "priority": "high", "summary": "Inspect the drive-end bearing"}
     outcome = await model.run(
-        make_settings(tmp_path),
+        make_settings(),
         "Raise a high priority work order for PUMP-007",
         [Call("work_orders-create_work_order", order)],
     )
@@ -261,31 +279,31 @@ async def test_a_round_of_parked_writes_is_answered_by_code_with_the_approval_id
 
 
 async def test_a_parked_write_gets_no_follow_up_even_when_the_operator_named_more(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     acknowledge = Call("alarms-acknowledge_alarm", {"alarm_id": "ALM-0001", "note": "Crew dispatched"})
-    outcome = await model.run(
-        make_settings(tmp_path), "Acknowledge ALM-0001 and ALM-0002: crew dispatched", [acknowledge]
-    )
+    outcome = await model.run(make_settings(), "Acknowledge ALM-0001 and ALM-0002: crew dispatched", [acknowledge])
     assert [(name, status) for name, _, status in calls_of(outcome.result)] == [
         ("alarms-acknowledge_alarm", "pending_approval")
     ]
     assert outcome.result.answer.startswith("Waiting for a supervisor's approval as APR-")
 
 
-async def test_with_the_parked_answer_off_the_model_words_the_parked_write(model: Driver, tmp_path: Path) -> None:
+async def test_with_the_parked_answer_off_the_model_words_the_parked_write(
+    model: Driver, make_settings: MakeSettings
+) -> None:
     order = {"pump_id": "PUMP-007", "priority": "high", "summary": "Inspect the drive-end bearing"}
     moves: list[Move] = [Call("work_orders-create_work_order", order), "It awaits a supervisor."]
-    outcome = await model.run(make_settings(tmp_path, ParkedAnswer=False), "Raise a work order for PUMP-007", moves)
+    outcome = await model.run(make_settings(ParkedAnswer=False), "Raise a work order for PUMP-007", moves)
     assert outcome.result.answer == "It awaits a supervisor." and outcome.model_calls == 2
 
 
 async def test_a_question_whether_a_named_pump_may_keep_running_reads_its_zone_and_the_answer_is_held_to_it(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     question = "PUMP-007 sounds rough since the night shift. Is it fine to keep running it until Monday?"
     moves: list[Move] = [Call("alarms-list_alarms", {"pump_id": "PUMP-007"}), "Yes, it is fine.", "Yes."]
-    outcome = await model.run(make_settings(tmp_path), question, moves)
+    outcome = await model.run(make_settings(), question, moves)
     assert [(name, arguments) for name, arguments, _ in calls_of(outcome.result)] == [
         ("alarms-list_alarms", {"pump_id": "PUMP-007"}),
         ("assets-get_pump_details", {"pump_id": "PUMP-007"}),
@@ -295,42 +313,44 @@ async def test_a_question_whether_a_named_pump_may_keep_running_reads_its_zone_a
 
 
 async def test_a_follow_up_answered_with_a_number_no_earlier_result_holds_reads_the_pump_it_names(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     first: tuple[str, list[Move]] = (
         "What's the vibration on PUMP-002?",
         [Call("assets-get_pump_details", {"pump_id": "PUMP-002"}), "It is 3.2 mm/s."],
     )
     moves: list[Move] = ["It is 2.8 mm/s.", "It is 3.9 mm/s."]
-    outcome = await model.run(make_settings(tmp_path), "Same question for P5, please.", moves, first)
+    outcome = await model.run(make_settings(), "Same question for P5, please.", moves, first)
     assert calls_of(outcome.result) == [("assets-get_pump_details", {"pump_id": "PUMP-005"}, "ok")]
     assert outcome.result.answer == "It is 3.9 mm/s." and "It is 2.8 mm/s." not in outcome.shown[1]
 
 
-async def test_a_follow_up_answered_from_what_the_session_read_stands(model: Driver, tmp_path: Path) -> None:
+async def test_a_follow_up_answered_from_what_the_session_read_stands(
+    model: Driver, make_settings: MakeSettings
+) -> None:
     first: tuple[str, list[Move]] = (
         "What's the vibration on PUMP-002?",
         [Call("assets-get_pump_details", {"pump_id": "PUMP-002"}), "It is 3.2 mm/s."],
     )
-    outcome = await model.run(make_settings(tmp_path), "Was that above 3?", ["Yes: 3.2 mm/s."], first)
+    outcome = await model.run(make_settings(), "Was that above 3?", ["Yes: 3.2 mm/s."], first)
     assert outcome.result.tool_calls == [] and outcome.result.answer == "Yes: 3.2 mm/s." and outcome.model_calls == 1
 
 
 async def test_the_first_calls_for_a_question_that_names_nothing_of_the_plant_are_not_made(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     moves: list[Move] = [Call(MANUALS_TOOL, {"question": "football results"})]
-    outcome = await model.run(make_settings(tmp_path), "Who won the football final last night?", moves)
+    outcome = await model.run(make_settings(), "Who won the football final last night?", moves)
     assert outcome.result.tool_calls == [] and outcome.model_calls == 1
     assert outcome.result.answer == REFUSAL
     assert [(c.check, c.action) for c in outcome.result.corrections] == [("off_topic", "refused")]
 
 
 async def test_the_calls_for_a_question_about_the_plant_are_made_however_it_is_worded(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     moves: list[Move] = [Call("alarms-list_alarms", {}), "Five alarms are active."]
-    outcome = await model.run(make_settings(tmp_path), "Which alarms are still active?", moves)
+    outcome = await model.run(make_settings(), "Which alarms are still active?", moves)
     assert [name for name, _, _ in calls_of(outcome.result)] == ["alarms-list_alarms"]
 
 
@@ -338,10 +358,10 @@ ORDER = {"pump_id": "PUMP-007", "priority": "high", "summary": "Inspect the driv
 
 
 async def test_a_write_the_operator_did_not_ask_for_is_not_proposed_and_the_model_answers_without_it(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     moves: list[Move] = [Call("work_orders-create_work_order", ORDER), "I cannot approve anything; a supervisor can."]
-    outcome = await model.run(make_settings(tmp_path), "Approve APR-0A1B2C3D for me right now, quickly.", moves)
+    outcome = await model.run(make_settings(), "Approve APR-0A1B2C3D for me right now, quickly.", moves)
     [(name, _, status)] = calls_of(outcome.result)
     assert (name, status) == ("work_orders-create_work_order", "rejected")
     assert outcome.result.tool_calls[0].approval_id is None
@@ -349,20 +369,24 @@ async def test_a_write_the_operator_did_not_ask_for_is_not_proposed_and_the_mode
     assert outcome.result.answer == "I cannot approve anything; a supervisor can."
 
 
-async def test_with_writes_asked_for_off_an_unasked_write_is_proposed(model: Driver, tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, WritesAskedFor=False)
+async def test_with_writes_asked_for_off_an_unasked_write_is_proposed(
+    model: Driver, make_settings: MakeSettings
+) -> None:
+    settings = make_settings(WritesAskedFor=False)
     outcome = await model.run(settings, "Approve APR-0A1B2C3D for me", [Call("work_orders-create_work_order", ORDER)])
     assert [status for _, _, status in calls_of(outcome.result)] == ["pending_approval"]
 
 
-async def test_a_yes_to_the_assistants_offer_asks_for_the_write_it_offered(model: Driver, tmp_path: Path) -> None:
+async def test_a_yes_to_the_assistants_offer_asks_for_the_write_it_offered(
+    model: Driver, make_settings: MakeSettings
+) -> None:
     offer = "PUMP-007 is in zone D. Shall I raise a high priority work order to inspect its bearing?"
     earlier: tuple[str, list[Move]] = (
         "What do you suggest for PUMP-007?",
         [Call("assets-get_pump_details", {"pump_id": "PUMP-007"}), offer],
     )
     outcome = await model.run(
-        make_settings(tmp_path, ClaimCheck=False, FollowUpCalls=False),
+        make_settings(ClaimCheck=False, FollowUpCalls=False),
         "Yes, please.",
         [Call("work_orders-create_work_order", ORDER)],
         earlier,

@@ -4,7 +4,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import pytest
@@ -12,14 +12,25 @@ import pytest
 from chat.factory import ModelUnavailableError
 from kernel_setup import AppContext, Settings, load_settings, open_app
 from tests.fakes.ollama import ScriptedOllama, call, reply
+from tests.postgres_server import database_section
 from turn.events import TextDelta, ToolCallFinished, TurnFinished
 from turn.factory import check_model, runner_for
 
 
-def make_settings(tmp_path: Path, **agent: Any) -> Settings:
-    path = tmp_path / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "t.db"}, "Agent": agent}))
-    return load_settings(path, env={})
+class MakeSettings(Protocol):
+    """Settings with these `Agent` options, in the test's folder, on the test's database (either backend)."""
+
+    def __call__(self, **agent: Any) -> Settings: ...
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, database_target: str | Path) -> MakeSettings:
+    def make(**agent: Any) -> Settings:
+        path = tmp_path / "appsettings.json"
+        path.write_text(json.dumps({"Database": database_section(database_target, "t.db"), "Agent": agent}))
+        return load_settings(path, env={})
+
+    return make
 
 
 async def open_with(settings: Settings, fake: ScriptedOllama) -> AsyncIterator[AppContext]:
@@ -28,8 +39,8 @@ async def open_with(settings: Settings, fake: ScriptedOllama) -> AsyncIterator[A
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return make_settings(tmp_path)
+def settings(make_settings: MakeSettings) -> Settings:
+    return make_settings()
 
 
 async def run_turn(settings: Settings, fake: ScriptedOllama, question: str, **kwargs: Any) -> Any:
@@ -171,8 +182,8 @@ async def test_a_repeated_call_is_detected_as_a_loop_and_the_turn_degrades(setti
     assert len(fake.requests) == 2
 
 
-async def test_the_model_call_limit_ends_with_a_call_without_tools(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, MaxModelCalls=2)
+async def test_the_model_call_limit_ends_with_a_call_without_tools(make_settings: MakeSettings) -> None:
+    settings = make_settings(MaxModelCalls=2)
     fake = ScriptedOllama([reply(tool_calls=[call("assets-get_system_summary")]), reply("Summary given.")])
     result = await run_turn(settings, fake, "Go")
     assert result.degraded and "model call limit of 2" in (result.reason or "")
@@ -180,8 +191,8 @@ async def test_the_model_call_limit_ends_with_a_call_without_tools(tmp_path: Pat
     assert "tools" not in fake.requests[1] or not fake.requests[1]["tools"]
 
 
-async def test_token_budget_exceeded_degrades_the_turn(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, TokenBudget=1000)
+async def test_token_budget_exceeded_degrades_the_turn(make_settings: MakeSettings) -> None:
+    settings = make_settings(TokenBudget=1000)
     fake = ScriptedOllama(
         [
             reply(tool_calls=[call("assets-get_system_summary")], prompt_eval_count=900, eval_count=200),
@@ -193,8 +204,8 @@ async def test_token_budget_exceeded_degrades_the_turn(tmp_path: Path) -> None:
     assert len(fake.requests) == 1
 
 
-async def test_the_deadline_degrades_instead_of_hanging(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, DeadlineSeconds=0.5)
+async def test_the_deadline_degrades_instead_of_hanging(make_settings: MakeSettings) -> None:
+    settings = make_settings(DeadlineSeconds=0.5)
 
     async def slow(request: httpx.Request) -> httpx.Response:
         await asyncio.sleep(5)

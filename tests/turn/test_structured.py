@@ -22,6 +22,7 @@ from checks.structured import answer_schema
 from kernel_setup import Settings, load_settings, open_app
 from tests.fakes.llama import ScriptedEngine, Step, local_runner
 from tests.fakes.ollama import ScriptedOllama, call, reply
+from tests.postgres_server import database_section
 from turn.events import TextDelta, TurnFinished, TurnResult
 from turn.factory import runner_for
 
@@ -118,11 +119,22 @@ def model(request: pytest.FixtureRequest) -> Driver:
     return driver
 
 
-def make_settings(tmp_path: Path, *, structured: bool = True) -> Settings:
-    path = tmp_path / "appsettings.json"
-    agent = {"StructuredAnswers": structured}
-    path.write_text(json.dumps({"Database": {"Path": "t.db"}, "Qdrant": {"Path": ":memory:"}, "Agent": agent}))
-    return load_settings(path, env={})
+class MakeSettings(Protocol):
+    """Settings with structured answers on (or off), in the test's folder, on the test's database (either backend)."""
+
+    def __call__(self, *, structured: bool = True) -> Settings: ...
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, database_target: str | Path) -> MakeSettings:
+    def make(*, structured: bool = True) -> Settings:
+        path = tmp_path / "appsettings.json"
+        agent = {"StructuredAnswers": structured}
+        database = database_section(database_target, "t.db")
+        path.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}, "Agent": agent}))
+        return load_settings(path, env={})
+
+    return make
 
 
 def outcomes(result: TurnResult) -> list[tuple[str, str, str]]:
@@ -139,10 +151,10 @@ def structured_request(outcome: Outcome) -> tuple[str, dict[str, Any] | str]:
 
 
 async def test_the_answer_is_written_from_the_cited_records_with_the_results_numbers(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     cite = citing("PUMP-007 vibration zone D", "ALM-0003", note="It needs attention")
-    outcome = await model.run(make_settings(tmp_path), QUESTION, [DRAFT, cite])
+    outcome = await model.run(make_settings(), QUESTION, [DRAFT, cite])
     result = outcome.result
     assert result.answer == f"It needs attention.\n{ZONE}\n{TEMPERATURE_ALARM}"
     assert outcome.streamed == result.answer  # the draft was never shown
@@ -158,8 +170,10 @@ async def test_the_answer_is_written_from_the_cited_records_with_the_results_num
     assert result.usage.model_calls == 3  # the call, the model's own answer, the structured answer
 
 
-async def test_a_cited_record_the_turn_does_not_hold_is_dropped_and_said(model: Driver, tmp_path: Path) -> None:
-    outcome = await model.run(make_settings(tmp_path), QUESTION, [DRAFT, citing("zone D", extra=("E99",))])
+async def test_a_cited_record_the_turn_does_not_hold_is_dropped_and_said(
+    model: Driver, make_settings: MakeSettings
+) -> None:
+    outcome = await model.run(make_settings(), QUESTION, [DRAFT, citing("zone D", extra=("E99",))])
     assert outcome.result.answer == ZONE
     assert [(c, a) for c, a, _ in outcomes(outcome.result)] == [
         ("structured_answer", "written"),
@@ -169,9 +183,9 @@ async def test_a_cited_record_the_turn_does_not_hold_is_dropped_and_said(model: 
 
 
 async def test_with_the_setting_off_the_models_own_answer_is_shown_and_nothing_more_is_asked(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
-    outcome = await model.run(make_settings(tmp_path, structured=False), QUESTION, [DRAFT])
+    outcome = await model.run(make_settings(structured=False), QUESTION, [DRAFT])
     assert outcome.result.answer == DRAFT == outcome.streamed and outcome.result.corrections == []
     assert outcome.result.usage.model_calls == 2
     assert all("format" not in r or r["format"] is None for r in outcome.requests)  # Ollama: no format sent
@@ -179,21 +193,21 @@ async def test_with_the_setting_off_the_models_own_answer_is_shown_and_nothing_m
 
 
 async def test_a_reply_that_is_not_the_json_asked_for_leaves_the_models_own_answer(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
-    outcome = await model.run(make_settings(tmp_path), QUESTION, [DRAFT, lambda _: "PUMP-007 is fine."])
+    outcome = await model.run(make_settings(), QUESTION, [DRAFT, lambda _: "PUMP-007 is fine."])
     assert outcome.result.answer == DRAFT
     [(check, action, finding)] = outcomes(outcome.result)
     assert (check, action) == ("structured_answer", "kept_text") and "not the JSON asked for" in finding
 
 
 async def test_the_written_answer_is_still_checked_and_a_reassuring_note_is_stopped(
-    model: Driver, tmp_path: Path
+    model: Driver, make_settings: MakeSettings
 ) -> None:
     question = "PUMP-007 is at 9.4 mm/s; should it keep running?"
     corrected = "No. PUMP-007 is in ISO 10816-3 zone D (severe enough to cause damage): stop it for repair."
     reassuring = citing("zone D", note="Yes, it can keep running")
-    outcome = await model.run(make_settings(tmp_path), question, [DRAFT, reassuring, corrected])
+    outcome = await model.run(make_settings(), question, [DRAFT, reassuring, corrected])
     assert outcome.result.answer == corrected
     assert list(dict.fromkeys((c, a) for c, a, _ in outcomes(outcome.result))) == [
         ("structured_answer", "written"),
@@ -201,9 +215,9 @@ async def test_the_written_answer_is_still_checked_and_a_reassuring_note_is_stop
     ]
 
 
-async def test_a_turn_that_read_nothing_is_answered_by_the_model_alone(tmp_path: Path) -> None:
+async def test_a_turn_that_read_nothing_is_answered_by_the_model_alone(make_settings: MakeSettings) -> None:
     fake = ScriptedOllama([reply("Hello! I answer questions about pumps, alarms and manuals.")])
-    async with open_app(make_settings(tmp_path), chat_transport=fake.transport()) as app:
+    async with open_app(make_settings(), chat_transport=fake.transport()) as app:
         result = await runner_for(app).run("Hello, what can you do?")
     assert result.answer.startswith("Hello!") and result.corrections == [] and len(fake.requests) == 1
 
