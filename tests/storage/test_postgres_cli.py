@@ -9,6 +9,7 @@ import asyncio
 import json
 import socket
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
@@ -136,7 +137,10 @@ async def password_role(postgres_server: PostgresServer) -> str:
 
 
 def _with_user(url: str, user: str, password: str) -> str:
-    return url.replace("postgresql://postgres:@", f"postgresql://{user}:{password}@", 1)
+    """``url`` with its user and password replaced (whatever user, with or without a password, it had)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:{password}@{host}"))
 
 
 @pytest.mark.parametrize("case", ["server down", "wrong password", "no such database", "unreadable URL"])
