@@ -11,6 +11,7 @@ import pytest
 from semantic_kernel.functions import KernelArguments
 
 from kernel_setup import AppContext, load_settings, open_app
+from tests.postgres_server import database_section
 
 STALE_AFTER = 900.0
 
@@ -26,12 +27,14 @@ class Clock:
 
 
 @asynccontextmanager
-async def _open(tmp_path: Path, clock: Clock, stale_after: float | None) -> AsyncIterator[AppContext]:
+async def _open(
+    tmp_path: Path, database: str | Path, clock: Clock, stale_after: float | None
+) -> AsyncIterator[AppContext]:
+    """The app on ``database`` (the test's `database_target`, either backend), measuring ages against ``clock``."""
     telemetry = {} if stale_after is None else {"StaleAfterSeconds": stale_after}
     path = tmp_path / "appsettings.json"
-    path.write_text(
-        json.dumps({"Database": {"Path": "data/test.db"}, "Qdrant": {"Path": ":memory:"}, "Telemetry": telemetry})
-    )
+    document = {"Database": database_section(database), "Qdrant": {"Path": ":memory:"}, "Telemetry": telemetry}
+    path.write_text(json.dumps(document))
     async with open_app(load_settings(path, env={}), clock=clock) as app:
         yield app
 
@@ -42,14 +45,14 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-async def stale_app(tmp_path: Path, clock: Clock) -> AsyncIterator[AppContext]:
-    async with _open(tmp_path, clock, STALE_AFTER) as app:
+async def stale_app(tmp_path: Path, database_target: str | Path, clock: Clock) -> AsyncIterator[AppContext]:
+    async with _open(tmp_path, database_target, clock, STALE_AFTER) as app:
         yield app
 
 
 @pytest.fixture
-async def unmarked_app(tmp_path: Path, clock: Clock) -> AsyncIterator[AppContext]:
-    async with _open(tmp_path, clock, None) as app:
+async def unmarked_app(tmp_path: Path, database_target: str | Path, clock: Clock) -> AsyncIterator[AppContext]:
+    async with _open(tmp_path, database_target, clock, None) as app:
         yield app
 
 

@@ -4,13 +4,12 @@ from storage import open_database
 from storage.migrations import MIGRATIONS
 
 
-async def test_migrations_are_recorded_in_order_and_applied_once(tmp_path: Path) -> None:
-    path = tmp_path / "m.db"
-    first = await open_database(path)
+async def test_migrations_are_recorded_in_order_and_applied_once(database_target: str | Path) -> None:
+    first = await open_database(database_target)
     rows = await first.fetch_all("SELECT id FROM _migrations ORDER BY id")
     assert [r["id"] for r in rows] == [m.id for m in MIGRATIONS]
     await first.close()
-    second = await open_database(path)
+    second = await open_database(database_target)
     again = await second.fetch_all("SELECT id FROM _migrations ORDER BY id")
     assert [r["id"] for r in again] == [m.id for m in MIGRATIONS]
     await second.close()
@@ -22,14 +21,15 @@ def test_migration_ids_are_unique_and_increasing() -> None:
 
 
 async def test_database_uses_wal_mode(tmp_path: Path) -> None:
+    """SQLite only: write-ahead logging is a journal mode of the SQLite file (PostgreSQL has no such setting)."""
     db = await open_database(tmp_path / "w.db")
     row = await db.fetch_one("PRAGMA journal_mode")
     assert row is not None and row[0] == "wal"
     await db.close()
 
 
-async def test_a_failed_transaction_leaves_nothing_behind(tmp_path: Path) -> None:
-    db = await open_database(tmp_path / "t.db")
+async def test_a_failed_transaction_leaves_nothing_behind(database_target: str | Path) -> None:
+    db = await open_database(database_target)
     try:
         async with db.transaction() as conn:
             await conn.execute(

@@ -26,6 +26,7 @@ from telemetry.sources.mqtt_payload import payload
 from telemetry.status import read_statuses
 from tests.callers import person
 from tests.fakes.ollama import ScriptedOllama, call, reply
+from tests.postgres_server import database_section
 from tests.telemetry.plant_servers import MqttBroker, OpcUaPlant, free_port
 from twin.models import SensorType
 
@@ -143,10 +144,11 @@ async def webhook() -> AsyncIterator[Webhook]:
         yield hook
 
 
-def write_settings(tmp_path: Path, plant: Plant, webhook: Webhook) -> Path:
+def write_settings(tmp_path: Path, database: str | Path, plant: Plant, webhook: Webhook) -> Path:
+    """The settings file for ``plant``, on ``database`` (the test's `database_target`, either backend)."""
     path = tmp_path / "appsettings.json"
     document = {
-        "Database": {"Path": "plant.db"},
+        "Database": database_section(database, "plant.db"),
         "Qdrant": {"Path": ":memory:"},
         "Agent": {"ParkedAnswer": False, "StatusQuestions": False, "FollowUpCalls": False},
         "Telemetry": {"FlushSeconds": 0.1, "ReconnectMinSeconds": 0.05, "ReconnectMaxSeconds": 0.2, **plant.source()},
@@ -167,10 +169,10 @@ async def threshold(app: AppContext) -> float:
 
 @pytest.mark.parametrize("kind", ["mqtt", "opcua"])
 async def test_a_rising_value_raises_one_alarm_after_the_duration_which_is_triaged_delivered_and_asked_about(
-    tmp_path: Path, webhook: Webhook, kind: str
+    tmp_path: Path, database_target: str | Path, webhook: Webhook, kind: str
 ) -> None:
     async with Plant(kind) as plant:
-        settings_file = write_settings(tmp_path, plant, webhook)
+        settings_file = write_settings(tmp_path, database_target, plant, webhook)
         settings: Settings = load_settings(settings_file, env={})
         fake = ScriptedOllama([reply(tool_calls=[call("alarms-list_alarms", pump_id=PUMP)]), reply(ANSWER)])
         async with open_app(settings, chat_transport=fake.transport()) as app:

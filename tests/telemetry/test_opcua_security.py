@@ -22,6 +22,7 @@ from telemetry.service import TelemetryService
 from telemetry.sources.base import SourceState
 from telemetry.sources.opcua import OpcUaSource
 from telemetry.status import read_statuses
+from tests.postgres_server import database_section
 from tests.telemetry.conftest import Collected
 from tests.telemetry.secured_plant import AppCertificate, SecuredPlant, app_certificate
 
@@ -77,7 +78,7 @@ async def _until(condition: Any, what: str) -> None:
 
 
 async def test_the_secured_source_is_read_and_stored_while_an_unsecured_one_is_refused_and_lacking_nodes_are_shown(
-    tmp_path: Path,
+    tmp_path: Path, database_target: str | Path
 ) -> None:
     client = app_certificate(tmp_path / "client", "pumpops")
     async with SecuredPlant(tmp_path / "plant", ["P1"], trusted=[client]) as plant:
@@ -100,7 +101,7 @@ async def test_the_secured_source_is_read_and_stored_while_an_unsecured_one_is_r
         unsecured = {"Name": "unsecured", "Endpoint": plant.endpoint, "SamplingIntervalMs": 10, "Nodes": nodes[:1]}
         settings_file = tmp_path / "appsettings.json"
         document = {
-            "Database": {"Path": str(tmp_path / "plant.db")},
+            "Database": database_section(database_target, str(tmp_path / "plant.db")),
             "Qdrant": {"Path": ":memory:"},
             "Telemetry": {
                 "FlushSeconds": 0.1,
