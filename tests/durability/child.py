@@ -8,7 +8,8 @@ here, in test code, never by a hook in the product.
 Scenarios:
   turn SETTINGS QUESTION        one agent turn against the Ollama host in SETTINGS (pauses: tool, audit)
   approve SETTINGS APPROVAL_ID  approve as "supervisor" (pauses: before_write, in_write, after_commit)
-  ingest DB QDRANT_DIR PATH...  ingest into a local Qdrant folder (pauses: after_first_batch, in_manifest)
+  ingest DB QDRANT_DIR PATH...  ingest into a local Qdrant folder, the manifest in DB (an SQLite file or a
+                                postgresql:// URL) (pauses: after_first_batch, in_manifest)
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ async def run_turn(settings_path: str, question: str) -> None:
 
     if PAUSE == "tool":
         pause_in(AssetService, "pump_details")
-    elif PAUSE == "audit":  # inside the audit row's BEGIN IMMEDIATE transaction, the row inserted, not committed
+    elif PAUSE == "audit":  # inside the audit row's write transaction, the row inserted, not committed
         pause_in(
             AuditLog, "append", after=True, when=lambda self, conn, columns: columns["function"].startswith("assets")
         )
@@ -98,7 +99,7 @@ async def run_approval(settings_path: str, approval_id: str) -> None:
         emit("approved", status=approval.status.value, result=approval.result)
 
 
-async def run_ingest(db_path: str, qdrant_dir: str, paths: list[str]) -> None:
+async def run_ingest(database: str, qdrant_dir: str, paths: list[str]) -> None:
     from memory import DocumentIndex, IndexConfig, IngestManifest, ingest
     from tests.security.fakes import HashEmbedder
 
@@ -115,7 +116,7 @@ async def run_ingest(db_path: str, qdrant_dir: str, paths: list[str]) -> None:
         pause_in(DocumentIndex, "upsert", after=True, when=nth("upsert", 1))
     elif PAUSE == "in_manifest":  # the first document recorded; the second's chunks stored, not recorded
         pause_in(IngestManifest, "replace", when=nth("replace", 2))
-    db = await open_database(db_path)
+    db = await open_database(database)
     try:
         async with DocumentIndex(IndexConfig(path=qdrant_dir), HashEmbedder()) as index:
             report = await ingest([Path(p) for p in paths], index, IngestManifest(db, "manuals"))

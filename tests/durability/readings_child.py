@@ -1,8 +1,9 @@
 """A process that writes batches of live readings until it is killed (for the crash test of batched writing).
 
-Run as ``python -m tests.durability.readings_child DB``. Batch ``k`` holds `BATCH_SECONDS` seconds of readings of
-every sensor, starting at ``T0 + k * BATCH_SPACING`` seconds; after each commit it prints
-``{"event": "committed", "batch": k}``. It stops by itself after `MAX_BATCHES` (the parent kills far sooner).
+Run as ``python -m tests.durability.readings_child DB`` (an SQLite file or a ``postgresql://`` URL). Batch ``k``
+holds `BATCH_SECONDS` seconds of readings of every sensor, starting at ``T0 + k * BATCH_SPACING`` seconds; after
+each commit it prints ``{"event": "committed", "batch": k}``. It stops by itself after `MAX_BATCHES` (the parent
+kills far sooner).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Each kill point is reached deterministically: the child pauses there (a wrapped 
 child script, or a model request the fake Ollama holds) and reports it; the parent then kills it. After
 the restart the audit chain verifies, no action is both executed and pending, re-approving creates exactly
 one work order, the vector index opens and a re-ingest completes it, and every record the child saw
-committed before the kill is still there.
+committed before the kill is still there. Each runs on both backends (`database_target`); tests/storage/
+test_postgres_processes.py kills PostgreSQL clients inside raw write transactions as well.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tests.callers import supervisor
 from tests.durability.ollama_http import HOLD, FakeOllamaServer
 from tests.durability.support import Child, Event, consistency_problems, paused, work_orders_of
 from tests.fakes.ollama import call, reply
+from tests.postgres_server import database_section
 from tests.security.fakes import HashEmbedder
 
 ORDER: dict[str, Any] = {"pump_id": "PUMP-007", "priority": "urgent", "summary": "Inspect DE bearing; 9.4 mm/s zone D"}
@@ -41,9 +43,11 @@ def tally() -> Iterator[Counter[str]]:
     )
 
 
-def settings_at(tmp_path: Path, **extra: Any) -> Settings:
+def settings_at(tmp_path: Path, database: str | Path, **extra: Any) -> Settings:
+    """Settings in ``tmp_path`` on ``database`` (the test's `database_target`: an SQLite file or PostgreSQL)."""
     path = tmp_path / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "crash.db"}, "Qdrant": {"Path": ":memory:"}, **extra}))
+    document = {"Database": database_section(database, "crash.db"), "Qdrant": {"Path": ":memory:"}, **extra}
+    path.write_text(json.dumps(document))
     return load_settings(path, env={})
 
 
@@ -68,7 +72,7 @@ async def reapprove_once(app: AppContext, approval_id: str) -> None:
 
 @pytest.mark.parametrize("point", ["model", "tool", "audit"])
 async def test_a_turn_killed_mid_flight_loses_no_committed_record(
-    point: str, tmp_path: Path, tally: Counter[str]
+    point: str, tmp_path: Path, database_target: str | Path, tally: Counter[str]
 ) -> None:
     """model: the second model request is in flight; tool: a read is running; audit: a row is half-written."""
     first = reply(
@@ -76,7 +80,7 @@ async def test_a_turn_killed_mid_flight_loses_no_committed_record(
     )
     server = FakeOllamaServer([first, HOLD if point == "model" else reply("unreachable")])
     with server.running():
-        settings = settings_at(tmp_path, Ollama={"Host": server.host, "TimeoutSeconds": 60})
+        settings = settings_at(tmp_path, database_target, Ollama={"Host": server.host, "TimeoutSeconds": 60})
         async with open_app(settings):
             pass  # the database exists before the child starts
         child = Child(
@@ -119,9 +123,9 @@ async def test_a_turn_killed_mid_flight_loses_no_committed_record(
 
 @pytest.mark.parametrize("point", ["before_write", "in_write", "after_commit"])
 async def test_an_approval_killed_mid_execution_runs_exactly_once_when_approved_again(
-    point: str, tmp_path: Path, tally: Counter[str]
+    point: str, tmp_path: Path, database_target: str | Path, tally: Counter[str]
 ) -> None:
-    settings = settings_at(tmp_path)
+    settings = settings_at(tmp_path, database_target)
     async with open_app(settings) as app:
         with acting_as(CallContext(principal="alice", session="s1", door="test")):
             function = app.kernel.get_function("work_orders", "create_work_order")
@@ -160,17 +164,17 @@ async def test_an_approval_killed_mid_execution_runs_exactly_once_when_approved_
 
 @pytest.mark.parametrize("point", ["after_first_batch", "in_manifest"])
 async def test_an_ingestion_killed_midway_leaves_an_index_that_opens_and_a_reingest_completes(
-    point: str, tmp_path: Path, tally: Counter[str]
+    point: str, tmp_path: Path, database_target: str | Path, tally: Counter[str]
 ) -> None:
-    db_path, folder = tmp_path / "ingest.db", tmp_path / "qdrant"
+    folder = tmp_path / "qdrant"
     documents = [str(p) for p in corpus_files()]
-    child = Child(["ingest", str(db_path), str(folder), *documents], pause=point, log=tmp_path / "child.log")
+    child = Child(["ingest", str(database_target), str(folder), *documents], pause=point, log=tmp_path / "child.log")
     events = child.wait_until(paused)
     child.kill()
     tally["kill_points"] += 1
     batch_stored = any(e["event"] == "committed" for e in events)
 
-    db = await open_database(db_path)
+    db = await open_database(database_target)
     try:
         manifest = IngestManifest(db, "manuals")
         async with DocumentIndex(IndexConfig(path=str(folder)), HashEmbedder()) as index:

@@ -21,12 +21,12 @@ SEEN_BEFORE_KILL = 3
 PER_BATCH = BATCH_SECONDS * len(PUMPS) * len(SensorType)
 
 
-def run_until_killed(path: Path, log: Path) -> set[int]:
+def run_until_killed(database: str | Path, log: Path) -> set[int]:
     """Start the writer, SIGKILL it right after it reported `SEEN_BEFORE_KILL` commits; the batches it reported."""
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("PUMPOPS_")}
     with log.open("w") as stderr:
         child = subprocess.Popen(
-            [sys.executable, "-m", "tests.durability.readings_child", str(path)],
+            [sys.executable, "-m", "tests.durability.readings_child", str(database)],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,
@@ -46,16 +46,19 @@ def run_until_killed(path: Path, log: Path) -> set[int]:
     return committed
 
 
-async def test_a_writer_killed_mid_batch_leaves_every_batch_whole_and_the_file_sound(tmp_path: Path) -> None:
-    path = tmp_path / "crash.db"
-    db = await open_database(path)
+async def test_a_writer_killed_mid_batch_leaves_every_batch_whole_and_the_file_sound(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    """On either backend; the file's own integrity check is SQLite's (a PostgreSQL server keeps its own files)."""
+    db = await open_database(database_target)
     await load_sample_fleet(db)
     await db.close()
-    committed = run_until_killed(path, tmp_path / "child.log")
-    db = await open_database(path)
+    committed = run_until_killed(database_target, tmp_path / "child.log")
+    db = await open_database(database_target)
     try:
-        check = await db.fetch_one("PRAGMA integrity_check")
-        assert check is not None and check[0] == "ok"
+        if isinstance(database_target, Path):
+            check = await db.fetch_one("PRAGMA integrity_check")
+            assert check is not None and check[0] == "ok"
         rows = await db.fetch_all("SELECT recorded_at FROM readings WHERE recorded_at >= '2030'")
         per_batch = Counter(
             int((datetime.fromisoformat(row["recorded_at"].replace("Z", "+00:00")) - T0).total_seconds())
