@@ -2,8 +2,9 @@
 
 No `database is locked` reaches a user, audit rows equal invocations, the chain verifies, two
 supervisors approving one action at once execute it once. Prints the figures (run with -s).
-`LOAD_SECONDS` shortens or lengthens the run (default 60). `run_sessions` is the load itself, on whichever
-database the settings name; bench/postgres_bench.py runs it on SQLite and on PostgreSQL side by side.
+`LOAD_SECONDS` shortens or lengthens the run (default 60), on each backend: the test runs on an SQLite file and
+on a fresh PostgreSQL database (`database_target`). `run_sessions` is the load itself, on whichever database the
+settings name; bench/postgres_bench.py runs it on SQLite and on PostgreSQL side by side and reports the figures.
 """
 
 import asyncio
@@ -232,8 +233,9 @@ async def run_sessions(settings: Settings, seconds: float = SECONDS) -> LoadRun:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return load_test_settings(tmp_path)
+def settings(tmp_path: Path, database_target: str | Path) -> Settings:
+    """The load on either backend: the SQLite file in ``tmp_path``, or the test's fresh PostgreSQL database."""
+    return load_test_settings(tmp_path, database_target if isinstance(database_target, str) else None)
 
 
 async def test_twenty_concurrent_sessions_lose_nothing_and_never_see_a_lock(settings: Settings) -> None:
