@@ -9,13 +9,20 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 
 from kernel_setup import Settings, load_settings
+from tests.postgres_server import database_section
 
 
-def traced_settings(tmp_path: Path, *, include_content: bool = False, **sections: Any) -> Settings:
-    """Settings on a temp database with `Tracing.Enabled` (the exporter is the test's in-memory one)."""
+def traced_settings(
+    tmp_path: Path, *, include_content: bool = False, database: str | Path | None = None, **sections: Any
+) -> Settings:
+    """Settings on a temp database with `Tracing.Enabled` (the exporter is the test's in-memory one).
+
+    ``database`` is a test's `database_target` (a PostgreSQL URL runs it there); left out, an SQLite file in
+    ``tmp_path``.
+    """
     path = tmp_path / "appsettings.json"
     body = {
-        "Database": {"Path": "t.db"},
+        "Database": {"Path": "t.db"} if database is None else database_section(database, "t.db"),
         "Qdrant": {"Path": ":memory:"},
         "Tracing": {"Enabled": True, "IncludeContent": include_content},
         **sections,
