@@ -41,18 +41,21 @@ MIN_LOAD_SECONDS = 15.0
 DEFAULT_READINGS_PER_SENSOR = 20
 
 
-async def load_on(backend: str, server: PostgresServer, seconds: float) -> tuple[LoadRun, float | None]:
-    """One load run on a fresh database of ``backend``."""
-    print(f"\n=== load test on {BACKEND_NAMES[backend]}: 20 sessions x {seconds:g} s ===", flush=True)
+async def load_on(
+    backend: str, server: PostgresServer, seconds: float, think: float = 0.0
+) -> tuple[LoadRun, float | None]:
+    """One load run on a fresh database of ``backend``; ``think`` the sessions' mean pause between calls."""
+    pace = f", {think:g} s think time" if think else ", back to back"
+    print(f"\n=== load test on {BACKEND_NAMES[backend]}: 20 sessions x {seconds:g} s{pace} ===", flush=True)
     before = cpu_ticks()
     with tempfile.TemporaryDirectory() as tmp:
         if backend == "sqlite":
-            run = await run_sessions(load_test_settings(Path(tmp)), seconds)
+            run = await run_sessions(load_test_settings(Path(tmp)), seconds, think)
         else:
             name = f"bench_load_{os.getpid()}"
             await registry_bench.recreate_database(server, name)
             try:
-                run = await run_sessions(load_test_settings(Path(tmp), server.url(name)), seconds)
+                run = await run_sessions(load_test_settings(Path(tmp), server.url(name)), seconds, think)
             finally:
                 await registry_bench.drop_database(server, name)
     busy = cpu_busy(before, cpu_ticks())
@@ -99,7 +102,7 @@ def print_summary(
         f"size: {args.pumps:,} pumps x 5 sensors x {args.readings_per_sensor} readings "
         f"({args.pumps * 5 * args.readings_per_sensor:,} generated readings); {args.iterations} timed calls a path; "
     )
-    duration = f"load {args.load_seconds:g} s per backend; "
+    duration = f"load {args.load_seconds:g} s per backend, think time {args.think_seconds:g} s; "
     print((size if registry else "") + (duration if loads else "") + f"{os.cpu_count()} CPUs")
     for run in registry:
         fill = f"{run.fill.rate / 1e3:,.1f} k readings/s" if run.fill else "not measured (reused)"
@@ -165,7 +168,7 @@ async def run(args: argparse.Namespace) -> int:
         loads: dict[str, tuple[LoadRun, float | None]] = {}
         if not args.skip_load:
             for backend in BACKENDS:
-                loads[backend] = await load_on(backend, server, args.load_seconds)
+                loads[backend] = await load_on(backend, server, args.load_seconds, args.think_seconds)
     finally:
         await asyncio.to_thread(server.stop)
     print_summary(args, registry, loads)
@@ -179,6 +182,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--reuse", action="store_true", help="reuse fleets of this size built before (no fill rate is measured)"
     )
     parser.add_argument("--load-seconds", type=float, default=60.0, help="seconds of load per backend (default 60)")
+    parser.add_argument(
+        "--think-seconds",
+        type=float,
+        default=0.0,
+        help="each session's mean pause between calls, as an operator reads (default 0: back to back, a stress test)",
+    )
     parser.add_argument("--skip-registry", action="store_true", help="only the load test")
     parser.add_argument("--skip-load", action="store_true", help="only the registry bench")
     args = parser.parse_args(argv)
@@ -186,6 +195,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.load_seconds < MIN_LOAD_SECONDS:
         # Each MCP session writes on its 10th call; the load checks that writes were parked.
         parser.error(f"--load-seconds must be at least {MIN_LOAD_SECONDS:g} (each MCP session writes on its 10th call)")
+    if args.think_seconds < 0:
+        parser.error("--think-seconds must be 0 or more")
     # What registry_bench.run_backends reads besides the size flags.
     args.backend = "both"
     args.rebuild = not args.reuse  # fill rates are part of the comparison

@@ -58,8 +58,19 @@ def reactive_ollama(request: httpx.Request) -> httpx.Response:
     )
 
 
+def think_time(think: float, index: int, step: int) -> float:
+    """A session's pause before its next call: ``think`` on average, spread 0.5-1.5x so sessions never march in step."""
+    return think * (0.5 + ((index * 7 + step) % 11) / 10)
+
+
 async def mcp_worker(
-    url: str, index: int, deadline: float, latencies: list[float], errors: list[str], writes: list[float]
+    url: str,
+    index: int,
+    deadline: float,
+    latencies: list[float],
+    errors: list[str],
+    writes: list[float],
+    think: float = 0.0,
 ) -> int:
     calls = 0
     async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as session:
@@ -84,11 +95,13 @@ async def mcp_worker(
             text = "".join(getattr(c, "text", "") for c in result.content)
             if result.isError or "locked" in text:
                 errors.append(text[:200])
+            if think:
+                await asyncio.sleep(think_time(think, index, calls))
     return calls
 
 
 async def turn_worker(
-    runner: TurnRunner, index: int, deadline: float, latencies: list[float], errors: list[str]
+    runner: TurnRunner, index: int, deadline: float, latencies: list[float], errors: list[str], think: float = 0.0
 ) -> int:
     invocations = 0
     session = f"load-{index}"
@@ -101,6 +114,8 @@ async def turn_worker(
                 errors.append(record.summary)
         if result.degraded:
             errors.append(result.reason or "degraded")
+        if think:
+            await asyncio.sleep(think_time(think, index, invocations))
     return invocations
 
 
@@ -150,9 +165,12 @@ def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[18] if len(values) >= 20 else max(values)
 
 
-async def run_sessions(settings: Settings, seconds: float = SECONDS) -> LoadRun:
+async def run_sessions(settings: Settings, seconds: float = SECONDS, think: float = 0.0) -> LoadRun:
     """The load: an MCP server process with 10 sessions and two in-process apps with 10 turn sessions, then two
-    supervisors approving one parked write at once; on the database ``settings`` names (created if missing)."""
+    supervisors approving one parked write at once; on the database ``settings`` names (created if missing).
+
+    ``think`` is each session's mean pause between calls (turns), as an operator reads; 0 calls back to back.
+    """
     async with open_app(settings):  # create and load the database before the server starts
         pass
     port = free_port()
@@ -193,10 +211,10 @@ async def run_sessions(settings: Settings, seconds: float = SECONDS) -> LoadRun:
             runners = [runner_for(first), runner_for(second)]
             counts: list[Any] = await asyncio.gather(
                 *[
-                    mcp_worker(f"http://127.0.0.1:{port}/mcp", i, deadline, latencies, errors, writes)
+                    mcp_worker(f"http://127.0.0.1:{port}/mcp", i, deadline, latencies, errors, writes, think)
                     for i in range(MCP_SESSIONS)
                 ],
-                *[turn_worker(runners[i % 2], i, deadline, latencies, errors) for i in range(TURN_SESSIONS)],
+                *[turn_worker(runners[i % 2], i, deadline, latencies, errors, think) for i in range(TURN_SESSIONS)],
                 return_exceptions=True,
             )
             elapsed = time.monotonic() - started
