@@ -27,12 +27,15 @@ from governance.roles import Role
 from kernel_setup import load_settings
 from tests.callers import person
 from tests.fakes.ollama import ScriptedOllama, call, reply
+from tests.postgres_server import database_section
 from turn.events import TurnResult
 
 
-def write_settings(folder: Path, **sections: Any) -> Path:
+def write_settings(folder: Path, target: str | Path | None, **sections: Any) -> Path:
+    """Settings for the test's `database_target` (``None``: a plain SQLite file, for a test that never opens it)."""
     path = folder / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "chat.db"}, "Qdrant": {"Path": ":memory:"}, **sections}))
+    database = database_section(target, "chat.db") if target is not None else {"Path": "chat.db"}
+    path.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}, **sections}))
     return path
 
 
@@ -64,7 +67,9 @@ def normalized(output: str) -> str:
     """Durations and session ids vary from run to run."""
     output = re.sub(r"\(\d+ ms\)", "(N ms)", output)
     output = re.sub(r"\b[0-9a-f]{12}\b", "<session>", output)
-    output = re.sub(r"^database SQLite .*?(?=\nsession <session>)", "database <database>", output, flags=re.S | re.M)
+    output = re.sub(
+        r"^database (?:SQLite|PostgreSQL) .*?(?=\nsession <session>)", "database <database>", output, flags=re.S | re.M
+    )
     return "\n".join(line.rstrip() for line in output.splitlines())
 
 
@@ -95,7 +100,7 @@ you> /tools"""
 
 
 def test_a_question_shows_the_tool_call_then_streams_the_answer_and_tools_lists_the_functions(
-    tmp_path: Path,
+    tmp_path: Path, database_target: str | Path
 ) -> None:
     fake = ScriptedOllama(
         [
@@ -103,8 +108,13 @@ def test_a_question_shows_the_tool_call_then_streams_the_answer_and_tools_lists_
             [reply("PUMP-007 needs attention: ", done=False), reply("it is in ISO 10816-3 zone D.")],
         ]
     )
-    code, output = chat(write_settings(tmp_path), fake, ["Which pump needs attention?", "/tools", "/quit"])
+    settings = write_settings(tmp_path, database_target)
+    code, output = chat(settings, fake, ["Which pump needs attention?", "/tools", "/quit"])
     assert code == 0
+    # The greeting names the database in use: the SQLite file, or the PostgreSQL server and database.
+    shown = load_settings(settings, env={}).database_description
+    assert shown.startswith("PostgreSQL " if isinstance(database_target, str) else "SQLite ")
+    assert "".join(f"database {shown}".split()) in "".join(output.split())  # a long path wraps
     text = normalized(output)
     assert text.startswith(GOLDEN), text
     tools = text[len(GOLDEN) :]
@@ -116,14 +126,14 @@ def test_a_question_shows_the_tool_call_then_streams_the_answer_and_tools_lists_
     assert [m["role"] for m in fake.requests[1]["messages"]] == ["system", "user", "assistant", "tool"]
 
 
-def test_degraded_turns_and_unverified_numbers_are_flagged(tmp_path: Path) -> None:
+def test_degraded_turns_and_unverified_numbers_are_flagged(tmp_path: Path, database_target: str | Path) -> None:
     fake = ScriptedOllama(
         [
             reply(tool_calls=[call("assets-get_pump_details", pump_id="PUMP-007")]),
             reply("PUMP-007 is at 12.7 mm/s."),
         ]
     )
-    settings = write_settings(tmp_path, Agent={"MaxModelCalls": 2})
+    settings = write_settings(tmp_path, database_target, Agent={"MaxModelCalls": 2})
     code, output = chat(settings, fake, ["How is PUMP-007?"])
     assert code == 0
     text = normalized(output)
@@ -133,10 +143,12 @@ def test_degraded_turns_and_unverified_numbers_are_flagged(tmp_path: Path) -> No
     assert "⚠ unverified numbers or ids (found in no tool result): 12.7" in text
 
 
-def test_an_all_clear_over_active_alarms_is_replaced_and_the_chat_notes_the_correction(tmp_path: Path) -> None:
+def test_an_all_clear_over_active_alarms_is_replaced_and_the_chat_notes_the_correction(
+    tmp_path: Path, database_target: str | Path
+) -> None:
     vouching = reply("All pumps are running normally.")
     fake = ScriptedOllama([vouching, dict(vouching)])  # the turn read the summary first (a status question)
-    code, output = chat(write_settings(tmp_path), fake, ["Are we OK?"])
+    code, output = chat(write_settings(tmp_path, database_target), fake, ["Are we OK?"])
     assert code == 0
     text = " ".join(normalized(output).split())  # the note wraps at the terminal's width
     assert "running normally" not in text.split("✎")[0]  # the failing answer was never shown
@@ -148,23 +160,25 @@ def test_an_all_clear_over_active_alarms_is_replaced_and_the_chat_notes_the_corr
     ) in text
 
 
-def test_refused_and_failed_tool_calls_carry_their_mark(tmp_path: Path) -> None:
+def test_refused_and_failed_tool_calls_carry_their_mark(tmp_path: Path, database_target: str | Path) -> None:
     fake = ScriptedOllama(
         [
             reply(tool_calls=[call("assets-get_pump_status", pump_id="PUMP-007")]),
             reply("I could not check."),
         ]
     )
-    _, output = chat(write_settings(tmp_path), fake, ["Status of 7?"])
+    _, output = chat(write_settings(tmp_path, database_target), fake, ["Status of 7?"])
     assert "✗ rejected assets-get_pump_status(pump_id=\"PUMP-007\") → Unknown tool 'assets-get_pump_status'" in output
 
 
-def test_slash_commands_show_history_reset_help_and_refuse_unknown_ones(tmp_path: Path) -> None:
+def test_slash_commands_show_history_reset_help_and_refuse_unknown_ones(
+    tmp_path: Path, database_target: str | Path
+) -> None:
     fake = ScriptedOllama(
         [reply(tool_calls=[call("assets-get_pump_details", pump_id="PUMP-004")]), reply("PUMP-004 is in zone C.")]
     )
     lines = ["How is PUMP-004?", "/history", "/reset", "/history", "/help", "/frobnicate", "", "/approve", "/quit"]
-    code, output = chat(write_settings(tmp_path), fake, lines)
+    code, output = chat(write_settings(tmp_path, database_target), fake, lines)
     text = normalized(output)
     assert code == 0
     assert "session <session> · 4 messages\nyou> How is PUMP-004?\n" in text
@@ -177,17 +191,19 @@ def test_slash_commands_show_history_reset_help_and_refuse_unknown_ones(tmp_path
     assert "usage: /approve ID" in text
 
 
-def test_an_unavailable_model_says_what_to_do_and_exits_non_zero(tmp_path: Path) -> None:
+def test_an_unavailable_model_says_what_to_do_and_exits_non_zero(tmp_path: Path, database_target: str | Path) -> None:
     fake = ScriptedOllama([], models=["llama3:8b"])
-    code, output = chat(write_settings(tmp_path, Chat={"Provider": "ollama"}), fake, ["hello"])
+    code, output = chat(write_settings(tmp_path, database_target, Chat={"Provider": "ollama"}), fake, ["hello"])
     assert code == EXIT_NO_MODEL == 3  # `make run` offers the offline model on this code only
     assert "error: Ollama at http://127.0.0.1:11434 has no model 'qwen2.5:7b-instruct'" in output
     assert "ollama pull qwen2.5:7b-instruct" in output and "Traceback" not in output
     assert fake.requests == []
 
 
-def test_the_chat_command_reports_an_unreachable_ollama_without_a_traceback(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path, Ollama={"Host": "http://127.0.0.1:9"})
+def test_the_chat_command_reports_an_unreachable_ollama_without_a_traceback(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = write_settings(tmp_path, database_target, Ollama={"Host": "http://127.0.0.1:9"})
     app = typer.Typer(callback=root)
     app.command("chat")(chat_command)
     result = CliRunner().invoke(app, ["--settings", str(settings), "chat"], input="hi\n/quit\n")
@@ -197,9 +213,11 @@ def test_the_chat_command_reports_an_unreachable_ollama_without_a_traceback(tmp_
 
 
 def test_ask_without_a_chat_model_exits_with_the_no_model_code_and_other_errors_with_the_usage_code(
-    tmp_path: Path,
+    tmp_path: Path, database_target: str | Path
 ) -> None:
-    settings = write_settings(tmp_path, Ollama={"Host": "http://127.0.0.1:9"}, Chat={"Provider": "ollama"})
+    settings = write_settings(
+        tmp_path, database_target, Ollama={"Host": "http://127.0.0.1:9"}, Chat={"Provider": "ollama"}
+    )
     app = typer.Typer(callback=root)
     app.command("ask")(ask)
     result = CliRunner().invoke(app, ["--settings", str(settings), "ask", "Which pumps are offline?"])
@@ -212,7 +230,7 @@ def test_ask_without_a_chat_model_exits_with_the_no_model_code_and_other_errors_
 @pytest.mark.skipif(
     signal.getsignal(signal.SIGINT) is not signal.default_int_handler, reason="needs the default SIGINT handler"
 )
-def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(tmp_path: Path) -> None:
+def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(tmp_path: Path, database_target: str | Path) -> None:
     fake = ScriptedOllama([reply("Still here.")])
     scripted = fake.transport()
     asked: list[str] = []
@@ -225,7 +243,7 @@ def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(tmp_path: Path) ->
             return httpx.Response(500, text="the turn was not cancelled")
         return await scripted.handle_async_request(request)
 
-    cli, buffer = make_cli(write_settings(tmp_path))
+    cli, buffer = make_cli(write_settings(tmp_path, database_target))
     reader = StreamReader(StringIO("Which pump?\nAre you there?\n/history\n"), cli.console)
     code = run_chat(cli, reader, principal=ALICE, transport=httpx.MockTransport(handle))
     text = normalized(buffer.getvalue())
@@ -237,10 +255,10 @@ def test_ctrl_c_cancels_the_running_turn_and_the_chat_goes_on(tmp_path: Path) ->
 
 
 def test_approvals_self_approval_is_refused_with_the_supervisor_command_and_another_engineer_approves(
-    tmp_path: Path,
+    tmp_path: Path, database_target: str | Path
 ) -> None:
     """The approval flow through the slash commands (needs `app.approvals` and the work-orders plugin)."""
-    settings = write_settings(tmp_path)
+    settings = write_settings(tmp_path, database_target)
     cli, buffer = make_cli(settings)
     _require_approvals(cli)
     fake = ScriptedOllama(
@@ -314,7 +332,7 @@ def _require_approvals(cli: CliState) -> None:
 
 
 def test_ask_prints_unverified_ids_and_overlooked_alarms_under_the_answer(tmp_path: Path) -> None:
-    cli, buffer = make_cli(write_settings(tmp_path))
+    cli, buffer = make_cli(write_settings(tmp_path, None))
     result = TurnResult(
         answer="Everything is fine; ALM-0006 is low.",
         ungrounded=["ALM-0006"],
@@ -336,7 +354,7 @@ def test_ask_prints_unverified_ids_and_overlooked_alarms_under_the_answer(tmp_pa
 
 
 def test_ask_and_chat_print_the_same_flags_under_a_degraded_empty_answer(tmp_path: Path) -> None:
-    cli, buffer = make_cli(write_settings(tmp_path))
+    cli, buffer = make_cli(write_settings(tmp_path, None))
     result = TurnResult(answer=" ", degraded=True, reason="deadline of 5 s reached [/]", session="s")
     print_footer(cli, result)
     asked = " ".join(buffer.getvalue().split())
@@ -352,7 +370,7 @@ def test_ask_and_chat_print_the_same_flags_under_a_degraded_empty_answer(tmp_pat
 def test_ask_notes_each_kind_of_correction_under_the_answer_and_prints_them_in_json(tmp_path: Path) -> None:
     from turn.events import Correction
 
-    cli, buffer = make_cli(write_settings(tmp_path))
+    cli, buffer = make_cli(write_settings(tmp_path, None))
     result = TurnResult(
         answer="No action was carried out in this turn.",
         corrections=[Correction(check="unbacked_actions", finding="'I have approved it.': nothing", action="replaced")],
@@ -365,7 +383,9 @@ def test_ask_notes_each_kind_of_correction_under_the_answer_and_prints_them_in_j
     assert dumped == [{"check": "unbacked_actions", "finding": "'I have approved it.': nothing", "action": "replaced"}]
 
 
-def test_hostile_text_from_data_the_model_and_the_session_id_is_shown_as_stored_in_the_chat(tmp_path: Path) -> None:
+def test_hostile_text_from_data_the_model_and_the_session_id_is_shown_as_stored_in_the_chat(
+    tmp_path: Path, database_target: str | Path
+) -> None:
     summary = "[/] [red]the[/red] \x1b[2K\u202eok"
     fake = ScriptedOllama(
         [
@@ -375,7 +395,8 @@ def test_hostile_text_from_data_the_model_and_the_session_id_is_shown_as_stored_
             reply("Parked [red]the[/red] order [/]\x1b[2K\u202edone.\nSecond line."),
         ]
     )
-    cli, buffer = make_cli(write_settings(tmp_path, Agent={"ParkedAnswer": False}))  # the model words it
+    settings = write_settings(tmp_path, database_target, Agent={"ParkedAnswer": False})  # the model words it
+    cli, buffer = make_cli(settings)
     reader = StreamReader(StringIO("Grease it\n/approvals\n/history\n"), cli.console)
     code = run_chat(cli, reader, principal=ALICE, session="s[/]\x1b[2K", transport=fake.transport())
     output = buffer.getvalue()
@@ -389,7 +410,7 @@ def test_hostile_text_from_data_the_model_and_the_session_id_is_shown_as_stored_
 
 
 def test_a_chat_as_a_name_with_hidden_characters_is_refused_before_the_model_is_asked(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path, Ollama={"Host": "http://127.0.0.1:9"}, Chat={"Provider": "ollama"})
+    settings = write_settings(tmp_path, None, Ollama={"Host": "http://127.0.0.1:9"}, Chat={"Provider": "ollama"})
     app = typer.Typer(callback=root)
     app.command("chat")(chat_command)
     result = CliRunner().invoke(app, ["--settings", str(settings), "chat", "--as", "mallory\x1b[2Kbob"], input="hi\n")

@@ -3,29 +3,32 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 from kernel_setup.local_identity import os_user
 from tests.cli_process import run_pumpops
+from tests.postgres_server import database_section, query
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "plant"
 COUNTS = ("read", "added", "updated", "skipped", "rejected")
 
 
-def _settings(folder: Path, **extra: object) -> Path:
+def _settings(folder: Path, target: str | Path | None, **extra: object) -> Path:
+    """Settings for the test's `database_target` (``None``: a plain SQLite file, for a test that never opens it)."""
     path = folder / "appsettings.json"
-    path.write_text(json.dumps({"Database": {"Path": "state/plant.db"}, "Qdrant": {"Path": ":memory:"}, **extra}))
+    database = database_section(target, "state/plant.db") if target is not None else {"Path": "state/plant.db"}
+    path.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}, **extra}))
     return path
 
 
 def _rows(settings: Path, sql: str) -> list[tuple[object, ...]]:
-    with sqlite3.connect(settings.parent / "state" / "plant.db") as conn:
-        return conn.execute(sql).fetchall()
+    return [tuple(row.values()) for row in query(settings, sql)]
 
 
-def test_import_prints_a_json_summary_per_record_kind_and_records_one_audit_row(tmp_path: Path) -> None:
-    settings = _settings(tmp_path, Identity={"AllowAssertedNames": True})
+def test_import_prints_a_json_summary_per_record_kind_and_records_one_audit_row(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = _settings(tmp_path, database_target, Identity={"AllowAssertedNames": True})
 
     result = run_pumpops(settings, "db", "import", str(EXAMPLE), "--json", "--as", "ops-admin")
 
@@ -57,8 +60,10 @@ def test_import_prints_a_json_summary_per_record_kind_and_records_one_audit_row(
     assert details["vibration_zone"]["zone"] == "C"
 
 
-def test_a_bad_row_is_reported_as_file_line_reason_and_exits_1_writing_nothing(tmp_path: Path) -> None:
-    settings = _settings(tmp_path)
+def test_a_bad_row_is_reported_as_file_line_reason_and_exits_1_writing_nothing(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = _settings(tmp_path, database_target)
     plant = tmp_path / "plant"
     plant.mkdir()
     lines = (EXAMPLE / "pumps.csv").read_text(encoding="utf-8").splitlines()
@@ -74,8 +79,8 @@ def test_a_bad_row_is_reported_as_file_line_reason_and_exits_1_writing_nothing(t
     assert _rows(settings, "SELECT outcome FROM audit_log WHERE function = 'cli-import'") == [("error",)]
 
 
-def test_a_dry_run_reports_what_it_would_add_and_writes_nothing(tmp_path: Path) -> None:
-    settings = _settings(tmp_path)
+def test_a_dry_run_reports_what_it_would_add_and_writes_nothing(tmp_path: Path, database_target: str | Path) -> None:
+    settings = _settings(tmp_path, database_target)
 
     result = run_pumpops(settings, "db", "import", str(EXAMPLE), "--dry-run", "--json")
 
@@ -87,7 +92,8 @@ def test_a_dry_run_reports_what_it_would_add_and_writes_nothing(tmp_path: Path) 
 
 
 def test_a_missing_folder_or_unknown_time_zone_is_one_error_line_and_exit_2(tmp_path: Path) -> None:
-    settings = _settings(tmp_path)
+    """The zone is refused before the database is opened: no backend to run it on."""
+    settings = _settings(tmp_path, None)
 
     result = run_pumpops(settings, "db", "import", str(EXAMPLE), "--time-zone", "Mars/Olympus")
 
@@ -97,7 +103,9 @@ def test_a_missing_folder_or_unknown_time_zone_is_one_error_line_and_exit_2(tmp_
     ]
 
 
-def test_timestamps_without_an_offset_take_the_sites_zone_from_plant_time_zone(tmp_path: Path) -> None:
+def test_timestamps_without_an_offset_take_the_sites_zone_from_plant_time_zone(
+    tmp_path: Path, database_target: str | Path
+) -> None:
     plant = tmp_path / "plant"
     plant.mkdir()
     (plant / "pumps.csv").write_text((EXAMPLE / "pumps.csv").read_text(encoding="utf-8"), encoding="utf-8")
@@ -109,10 +117,10 @@ def test_timestamps_without_an_offset_take_the_sites_zone_from_plant_time_zone(t
     )
     (plant / "readings.csv").write_text(readings, encoding="utf-8")
 
-    refused = run_pumpops(_settings(tmp_path), "db", "import", str(plant))
+    refused = run_pumpops(_settings(tmp_path, database_target), "db", "import", str(plant))
     assert refused.returncode == 1 and "has no UTC offset" in refused.stderr
 
-    settings = _settings(tmp_path, Plant={"TimeZone": "Europe/Berlin"})
+    settings = _settings(tmp_path, database_target, Plant={"TimeZone": "Europe/Berlin"})
     imported = run_pumpops(settings, "db", "import", str(plant), "--json")
     assert imported.returncode == 0, imported.stderr
     assert _rows(settings, "SELECT recorded_at FROM readings WHERE value = 1.5") == [("2026-12-01T08:00:00Z",)]

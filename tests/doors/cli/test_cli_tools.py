@@ -2,14 +2,17 @@
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from kernel_setup.local_identity import os_user
+from storage.urls import mask_url
+from tests.postgres_server import BACKENDS, PostgresServer, database_section, fresh_database, query
 
 PUMPOPS = Path(sys.executable).parent / "pumpops"
 
@@ -27,25 +30,37 @@ def run_cli(settings_file: Path, *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=BACKENDS)
+async def cli_target(request: pytest.FixtureRequest) -> AsyncIterator[str | Path]:
+    """One registry for the module's tests, on each backend in turn (`database_target`, but initialised once)."""
+    if request.param == "sqlite":
+        yield Path("state/cli.db")
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    async with fresh_database(server) as url:
+        yield url
+
+
 @pytest.fixture(scope="module")
-def cli_settings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def cli_settings(tmp_path_factory: pytest.TempPathFactory, cli_target: str | Path) -> Path:
     folder = tmp_path_factory.mktemp("cli")
     path = folder / "appsettings.json"
     identity = {"Roles": {os_user(): ["auditor"]}, "AllowAssertedNames": True}
-    path.write_text(
-        json.dumps({"Database": {"Path": "state/cli.db"}, "Qdrant": {"Path": ":memory:"}, "Identity": identity})
-    )
+    database = database_section(cli_target, "state/cli.db")
+    path.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}, "Identity": identity}))
     first = run_cli(path, "db", "init", "--json")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout)["sample_loaded"] is True
     return path
 
 
-def test_db_init_is_idempotent(cli_settings: Path) -> None:
+def test_db_init_is_idempotent(cli_settings: Path, cli_target: str | Path) -> None:
     again = run_cli(cli_settings, "db", "init", "--json")
     assert again.returncode == 0
+    # The SQLite file's path, resolved beside the settings file; on PostgreSQL the URL, its password masked.
+    shown = mask_url(cli_target) if isinstance(cli_target, str) else str(cli_settings.parent / "state" / "cli.db")
     assert json.loads(again.stdout) == {
-        "database": str(cli_settings.parent / "state" / "cli.db"),
+        "database": shown,
         "sample_loaded": False,
         "pumps": 8,
     }
@@ -140,18 +155,20 @@ def test_tools_call_is_audited_as_the_os_user_with_an_allowed_as_name_marked_ass
     assert run_cli(cli_settings, "audit", "verify").returncode == 0
 
 
-def test_as_another_name_is_refused_saying_how_to_allow_it_when_asserted_names_are_off(tmp_path: Path) -> None:
+def test_as_another_name_is_refused_saying_how_to_allow_it_when_asserted_names_are_off(
+    tmp_path: Path, database_target: str | Path
+) -> None:
     settings = tmp_path / "appsettings.json"
-    settings.write_text(json.dumps({"Database": {"Path": "off.db"}, "Qdrant": {"Path": ":memory:"}}))
+    database = database_section(database_target, "off.db")
+    settings.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}}))
     refused = run_cli(settings, "tools", "call", "assets.get_system_summary", "--as", "alice")
     assert refused.returncode == 2 and refused.stdout == ""
     assert "Identity.AllowAssertedNames" in refused.stderr and os_user() in refused.stderr
     own = run_cli(settings, "tools", "call", "assets.get_system_summary", "--as", os_user().upper(), "--json")
     assert own.returncode == 0, own.stderr  # naming the OS user itself asserts nothing
-    with sqlite3.connect(tmp_path / "off.db") as db:
-        assert db.execute("SELECT principal, outcome FROM audit_log WHERE door = 'cli'").fetchall() == [
-            (os_user(), "ok")
-        ]
+    assert query(settings, "SELECT principal, outcome FROM audit_log WHERE door = 'cli'") == [
+        {"principal": os_user(), "outcome": "ok"}
+    ]
 
 
 def test_errors_print_square_brackets_verbatim_not_as_console_markup(cli_settings: Path) -> None:

@@ -8,25 +8,28 @@ import json
 import os
 import re
 import signal
-import sqlite3
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from kernel_setup import load_settings
 from storage import open_database
 from telemetry.sources.base import SourceState, SourceStatus
 from telemetry.status import StatusBoard
 from tests.cli_process import CLI_CODE, REPO, run_pumpops
+from tests.postgres_server import database_section, query
 from tests.telemetry.plant_servers import free_port
 
 WAIT_SECONDS = 60.0
 
 
-def write_settings(folder: Path) -> Path:
+def write_settings(folder: Path, target: str | Path | None) -> Path:
+    """Settings for the test's `database_target` (``None``: a plain SQLite file, for a test that never opens it)."""
     path = folder / "appsettings.json"
     path.write_text(
         json.dumps(
             {
-                "Database": {"Path": "plant.db"},
+                "Database": database_section(target, "plant.db") if target is not None else {"Path": "plant.db"},
                 "Qdrant": {"Path": ":memory:"},
                 "Telemetry": {"FlushSeconds": 0.2, "ReconnectMinSeconds": 0.1, "ReconnectMaxSeconds": 0.5},
                 "Alarms": {"RaiseAfterSeconds": 1, "ClearAfterSeconds": 1},
@@ -65,11 +68,9 @@ async def point_service_at(
     return service, match[1]
 
 
-def telemetry_alarms(database: Path, pump: str) -> list[tuple[str, str]]:
-    with sqlite3.connect(database) as conn:
-        return conn.execute(
-            "SELECT alarm_id, severity FROM alarms WHERE pump_id = ? AND origin = 'telemetry'", (pump,)
-        ).fetchall()
+def telemetry_alarms(settings: Path, pump: str) -> list[tuple[object, ...]]:
+    sql = "SELECT alarm_id, severity FROM alarms WHERE pump_id = ? AND origin = 'telemetry'"
+    return [tuple(row.values()) for row in query(settings, sql, (pump,))]
 
 
 async def stop(process: asyncio.subprocess.Process) -> tuple[int, str]:
@@ -81,14 +82,17 @@ async def stop(process: asyncio.subprocess.Process) -> tuple[int, str]:
 
 
 def test_telemetry_without_a_source_says_how_to_configure_one(tmp_path: Path) -> None:
-    result = run_pumpops(write_settings(tmp_path), "telemetry")
+    """Refused before the database is opened: no backend to run it on."""
+    result = run_pumpops(write_settings(tmp_path, None), "telemetry")
     assert result.returncode == 2
     assert "no telemetry source is configured" in result.stderr
     assert "Telemetry.OpcUa" in result.stderr and "pumpops simulate" in result.stderr
 
 
-def test_telemetry_with_a_missing_opc_ua_certificate_file_exits_naming_the_file(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path)
+def test_telemetry_with_a_missing_opc_ua_certificate_file_exits_naming_the_file(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = write_settings(tmp_path, database_target)
     document = json.loads(settings.read_text())
     source = {
         "Name": "secured",
@@ -107,11 +111,11 @@ def test_telemetry_with_a_missing_opc_ua_certificate_file_exits_naming_the_file(
     assert "X.509 certificate file" in message
 
 
-def test_telemetry_status_shows_the_nodes_a_server_refused(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path)
+def test_telemetry_status_shows_the_nodes_a_server_refused(tmp_path: Path, database_target: str | Path) -> None:
+    settings = write_settings(tmp_path, database_target)
 
     async def record() -> None:
-        db = await open_database(str(tmp_path / "plant.db"))
+        db = await open_database(load_settings(settings, env={}).database_target)
         try:
             board = StatusBoard(db)
             refused = ("ns=2;s=P9.Flow (BadNodeIdUnknown)",)
@@ -129,9 +133,9 @@ def test_telemetry_status_shows_the_nodes_a_server_refused(tmp_path: Path) -> No
 
 
 async def test_the_simulated_plant_drifts_into_an_alarm_the_service_raises_and_stops_cleanly_on_sigterm(
-    tmp_path: Path,
+    tmp_path: Path, database_target: str | Path
 ) -> None:
-    settings = write_settings(tmp_path)
+    settings = write_settings(tmp_path, database_target)
     assert run_pumpops(settings, "db", "init").returncode == 0
     endpoint = f"opc.tcp://127.0.0.1:{free_port()}/pumpops/"
     simulator = await pumpops(
@@ -142,10 +146,10 @@ async def test_the_simulated_plant_drifts_into_an_alarm_the_service_raises_and_s
     try:
         service, sources = await point_service_at(settings, simulator)
         for _ in range(int(WAIT_SECONDS / 0.2)):
-            if telemetry_alarms(tmp_path / "plant.db", "PUMP-002"):
+            if telemetry_alarms(settings, "PUMP-002"):
                 break
             await asyncio.sleep(0.2)
-        [(alarm_id, _)] = telemetry_alarms(tmp_path / "plant.db", "PUMP-002")
+        [(alarm_id, _)] = telemetry_alarms(settings, "PUMP-002")
         code, err = await stop(service)
         assert code == 0, err
         assert f"alarm {alarm_id} PUMP-002" in " ".join(err.split())
@@ -162,19 +166,18 @@ async def test_the_simulated_plant_drifts_into_an_alarm_the_service_raises_and_s
     assert source["name"] == "simulator" and source["state"] == "stopped" and source["received"] > 0
 
 
-async def test_a_service_killed_mid_stream_leaves_a_sound_database_with_every_batch_whole(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path)
+async def test_a_service_killed_mid_stream_leaves_a_sound_database_with_every_batch_whole(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = write_settings(tmp_path, database_target)
     assert run_pumpops(settings, "db", "init").returncode == 0
     endpoint = f"opc.tcp://127.0.0.1:{free_port()}/pumpops/"
     simulator = await pumpops(settings, "simulate", "opcua", "--endpoint", endpoint, "--rate", "4")
     service: asyncio.subprocess.Process | None = None
-    database = tmp_path / "plant.db"
     try:
         service, _ = await point_service_at(settings, simulator)
         for _ in range(int(WAIT_SECONDS / 0.1)):
-            with sqlite3.connect(database) as conn:
-                live = conn.execute("SELECT count(*) FROM telemetry_sources WHERE received > 0").fetchone()[0]
-            if live:
+            if query(settings, "SELECT count(*) AS n FROM telemetry_sources WHERE received > 0")[0]["n"]:
                 break
             await asyncio.sleep(0.1)
         await asyncio.sleep(1.0)  # batches keep being written (FlushSeconds 0.2) while it is killed
@@ -185,15 +188,16 @@ async def test_a_service_killed_mid_stream_leaves_a_sound_database_with_every_ba
             service.kill()
         await stop(simulator)
     assert service.returncode == -signal.SIGKILL
-    with sqlite3.connect(database) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        # A batch's readings and the sensors' latest values commit together: each latest is its newest reading.
-        behind = conn.execute(
-            "SELECT count(*) FROM sensors s WHERE s.latest_at <> "
-            "(SELECT max(recorded_at) FROM readings r WHERE r.sensor_id = s.sensor_id)"
-        ).fetchone()[0]
-        live = conn.execute(
-            "SELECT count(*) FROM readings WHERE recorded_at > strftime('%Y-%m-%dT%H:%M:%SZ', 'now', '-5 minutes')"
-        ).fetchone()
-    assert behind == 0
-    assert live[0] > 0
+    if isinstance(database_target, Path):  # a file the kill could have torn; a server rolls the transaction back
+        [check] = query(settings, "PRAGMA integrity_check")
+        assert list(check.values()) == ["ok"]
+    # A batch's readings and the sensors' latest values commit together: each latest is its newest reading.
+    [behind] = query(
+        settings,
+        "SELECT count(*) AS n FROM sensors s WHERE s.latest_at <> "
+        "(SELECT max(recorded_at) FROM readings r WHERE r.sensor_id = s.sensor_id)",
+    )
+    recent = (datetime.now(UTC) - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    [live] = query(settings, "SELECT count(*) AS n FROM readings WHERE recorded_at > ?", (recent,))
+    assert behind["n"] == 0
+    assert isinstance(live["n"], int) and live["n"] > 0
