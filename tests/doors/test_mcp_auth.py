@@ -38,6 +38,7 @@ from kernel_setup import AppContext, load_settings, open_app
 from kernel_setup.identity_settings import IdentitySettings
 from kernel_setup.local_identity import local_caller, os_user
 from tests.cli_process import run_pumpops
+from tests.postgres_server import database_section
 
 RESOURCE = "https://pumps.example.com/mcp"
 """The resource URI the door is configured with (as behind a TLS proxy): every JWT's audience must be it."""
@@ -116,8 +117,9 @@ class Door:
 
 
 @asynccontextmanager
-async def http_door(tmp_path: Path, *, auth: bool = True, **sections: Any) -> AsyncIterator[Door]:
-    """A door whose ``Mcp.Auth`` names the local issuer (``auth``; else nothing is configured) plus ``sections``."""
+async def http_door(tmp_path: Path, database: str | Path, *, auth: bool = True, **sections: Any) -> AsyncIterator[Door]:
+    """A door on ``database`` (the `database_target` fixture) whose ``Mcp.Auth`` names the local issuer (``auth``;
+    else nothing is configured) plus ``sections``."""
     key = rsa_key()
     public = {**jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key(), as_dict=True), "kid": KID, "use": "sig"}
 
@@ -128,7 +130,7 @@ async def http_door(tmp_path: Path, *, auth: bool = True, **sections: Any) -> As
         settings_path = tmp_path / "appsettings.json"
         mcp_auth = {"Issuer": issuer, "ResourceUri": RESOURCE} if auth else {}
         document = {
-            "Database": {"Path": "data/test.db"},
+            "Database": database_section(database),
             "Qdrant": {"Path": ":memory:"},
             "Mcp": {"Auth": {**mcp_auth, "TokensFile": "tokens.json"}},
             **sections,
@@ -154,8 +156,10 @@ async def denied_rows(app: AppContext) -> list[Any]:
     return [row for row in await app.audit.tail(200) if row.function == "mcp-authenticate"]
 
 
-async def test_a_request_without_a_token_gets_401_pointing_at_the_published_resource_metadata(tmp_path: Path) -> None:
-    async with http_door(tmp_path) as door:
+async def test_a_request_without_a_token_gets_401_pointing_at_the_published_resource_metadata(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    async with http_door(tmp_path, database_target) as door:
         refused = await door.post("/mcp", None, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         metadata = await door.get("/.well-known/oauth-protected-resource")
         suffixed = await door.get("/.well-known/oauth-protected-resource/mcp")
@@ -184,9 +188,9 @@ async def test_a_request_without_a_token_gets_401_pointing_at_the_published_reso
     ],
 )
 async def test_a_jwt_for_another_audience_expired_or_badly_signed_gets_401_and_is_audited(
-    tmp_path: Path, case: str, reason: str
+    tmp_path: Path, database_target: str | Path, case: str, reason: str
 ) -> None:
-    async with http_door(tmp_path) as door:
+    async with http_door(tmp_path, database_target) as door:
         good = door.jwt("alice")
         bad = {
             "wrong audience": door.jwt("alice", aud="https://other.example.com/mcp"),
@@ -210,8 +214,10 @@ async def test_a_jwt_for_another_audience_expired_or_badly_signed_gets_401_and_i
     assert chain.ok
 
 
-async def test_a_revoked_static_token_is_refused_from_the_next_request_on(tmp_path: Path) -> None:
-    async with http_door(tmp_path) as door:
+async def test_a_revoked_static_token_is_refused_from_the_next_request_on(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    async with http_door(tmp_path, database_target) as door:
         token = door.static("ci-bot", Role.OPERATOR)
         async with door.client(token) as session:
             before = await session.call_tool("assets-get_pump_details", {"pump_id": "PUMP-007"})
@@ -227,8 +233,9 @@ async def test_a_revoked_static_token_is_refused_from_the_next_request_on(tmp_pa
 
 async def test_an_operator_token_reads_and_proposes_as_itself_but_is_refused_on_the_approval_endpoints(
     tmp_path: Path,
+    database_target: str | Path,
 ) -> None:
-    async with http_door(tmp_path) as door:
+    async with http_door(tmp_path, database_target) as door:
         token = door.jwt("olivia", roles=["operator"])
         async with door.client(token) as session:
             read = await session.call_tool("assets-get_pump_details", {"pump_id": "PUMP-007"})
@@ -255,8 +262,10 @@ async def test_an_operator_token_reads_and_proposes_as_itself_but_is_refused_on_
     assert [r.function for r in refusals] == ["approvals-list", "approvals-approve", "approvals-reject"]
 
 
-async def test_a_supervisor_token_approves_another_principals_proposal_but_not_its_own(tmp_path: Path) -> None:
-    async with http_door(tmp_path) as door:
+async def test_a_supervisor_token_approves_another_principals_proposal_but_not_its_own(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    async with http_door(tmp_path, database_target) as door:
         supervisor = door.static("sam", Role.SUPERVISOR)
         async with door.client(door.jwt("olivia")) as session:
             theirs = await session.call_tool("work_orders-create_work_order", ORDER)
@@ -281,8 +290,9 @@ async def test_a_supervisor_token_approves_another_principals_proposal_but_not_i
 
 async def test_an_unknown_or_malformed_bearer_token_is_refused_and_every_refusal_leaves_a_verifiable_chain(
     tmp_path: Path,
+    database_target: str | Path,
 ) -> None:
-    async with http_door(tmp_path) as door:
+    async with http_door(tmp_path, database_target) as door:
         door.static("ci-bot", Role.OPERATOR)
         attempts = [
             await door.post("/mcp", "pumpops_not-a-real-token", {}),
@@ -301,6 +311,7 @@ async def test_an_unknown_or_malformed_bearer_token_is_refused_and_every_refusal
 
 
 def test_allow_remote_without_authentication_is_refused_at_start(tmp_path: Path) -> None:
+    """Refused before the database is opened: no backend to run it on."""
     settings = tmp_path / "appsettings.json"
     settings.write_text(json.dumps({"Database": {"Path": "data/test.db"}, "Qdrant": {"Path": ":memory:"}}))
     result = run_pumpops(settings, "mcp", "--http", "--host", "0.0.0.0", "--allow-remote")
@@ -312,8 +323,11 @@ def test_allow_remote_without_authentication_is_refused_at_start(tmp_path: Path)
 
 async def test_an_unauthenticated_loopback_client_acts_as_the_os_user_so_that_supervisor_cannot_approve_it(
     tmp_path: Path,
+    database_target: str | Path,
 ) -> None:
-    async with http_door(tmp_path, auth=False, Identity={"Roles": {os_user(): ["supervisor"]}}) as door:
+    async with http_door(
+        tmp_path, database_target, auth=False, Identity={"Roles": {os_user(): ["supervisor"]}}
+    ) as door:
         async with door.client(None, name="someone-else") as session:
             proposed = await session.call_tool("work_orders-create_work_order", ORDER)
         assert proposed.structuredContent is not None, proposed.content
@@ -332,8 +346,10 @@ async def test_an_unauthenticated_loopback_client_acts_as_the_os_user_so_that_su
     assert {r.principal for r in rows} == {f"{os_user()} (asserted: mcp:someone-else)"}
 
 
-async def test_unauthenticated_loopback_clients_under_different_names_share_one_pending_limit(tmp_path: Path) -> None:
-    async with http_door(tmp_path, auth=False, Approval={"MaxPendingPerPrincipal": 1}) as door:
+async def test_unauthenticated_loopback_clients_under_different_names_share_one_pending_limit(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    async with http_door(tmp_path, database_target, auth=False, Approval={"MaxPendingPerPrincipal": 1}) as door:
         async with door.client(None, name="first") as session:
             first = await session.call_tool("work_orders-create_work_order", ORDER)
         async with door.client(None, name="second") as session:
@@ -350,10 +366,11 @@ async def test_unauthenticated_loopback_clients_under_different_names_share_one_
 
 async def test_deleting_the_tokens_file_of_a_running_server_refuses_every_request_instead_of_opening_the_door(
     tmp_path: Path,
+    database_target: str | Path,
 ) -> None:
     tokens = TokenFile(tmp_path / "tokens.json")
     token = tokens.create("ci-bot", [Role.OPERATOR])[1]
-    async with http_door(tmp_path, auth=False) as door:
+    async with http_door(tmp_path, database_target, auth=False) as door:
         before = await door.post("/mcp", token, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         tokens.path.unlink()
         anonymous = await door.post("/mcp", None, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
@@ -366,8 +383,10 @@ async def test_deleting_the_tokens_file_of_a_running_server_refuses_every_reques
     assert rows[1].detail is not None and "tokens file" in rows[1].detail and "is missing" in rows[1].detail
 
 
-async def test_a_tokens_file_created_while_a_loopback_server_runs_turns_tokens_on_at_once(tmp_path: Path) -> None:
-    async with http_door(tmp_path, auth=False) as door:
+async def test_a_tokens_file_created_while_a_loopback_server_runs_turns_tokens_on_at_once(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    async with http_door(tmp_path, database_target, auth=False) as door:
         open_before = await door.get("/approvals")
         door.static("ci-bot", Role.OPERATOR)
         after = await door.get("/approvals")
@@ -388,9 +407,9 @@ def test_a_tokens_roles_are_the_default_roles_plus_the_identity_roles_of_its_nam
 
 @pytest.mark.parametrize("kind", ["static", "jwt"])
 async def test_a_supervisor_role_from_identity_roles_is_kept_when_the_token_grants_only_operator(
-    tmp_path: Path, kind: str
+    tmp_path: Path, database_target: str | Path, kind: str
 ) -> None:
-    async with http_door(tmp_path, Identity={"Roles": {"sam": ["supervisor"]}}) as door:
+    async with http_door(tmp_path, database_target, Identity={"Roles": {"sam": ["supervisor"]}}) as door:
         token = door.static("sam", Role.OPERATOR) if kind == "static" else door.jwt("sam", roles=["operator"])
         listing = await door.get("/approvals", token)
 
@@ -399,8 +418,9 @@ async def test_a_supervisor_role_from_identity_roles_is_kept_when_the_token_gran
 
 async def test_the_approval_endpoints_check_the_role_first_and_audit_an_unknown_id_and_a_missing_reason(
     tmp_path: Path,
+    database_target: str | Path,
 ) -> None:
-    async with http_door(tmp_path) as door:
+    async with http_door(tmp_path, database_target) as door:
         supervisor = door.static("sam", Role.SUPERVISOR)
         operator = door.static("olivia", Role.OPERATOR)
         async with httpx.AsyncClient(timeout=WAIT) as http:
@@ -436,6 +456,7 @@ async def test_the_approval_endpoints_check_the_role_first_and_audit_an_unknown_
 
 
 def test_a_remote_bind_with_an_issuer_but_no_resource_uri_is_refused_at_start(tmp_path: Path) -> None:
+    """Refused before the database is opened: no backend to run it on."""
     settings = tmp_path / "appsettings.json"
     auth = {"Issuer": "https://login.example.com"}
     settings.write_text(

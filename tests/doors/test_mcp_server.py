@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sqlite3
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -34,6 +33,7 @@ from kernel_setup import AppContext, load_settings, open_app
 from kernel_setup.direct_calls import resolve_function, tool_definitions
 from kernel_setup.local_identity import os_user
 from plugins.declarations import traits_of
+from tests.postgres_server import database_section, query
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = types.Implementation(name="pumpops-tests", version="1.0")
@@ -74,10 +74,8 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.upper().startswith("PUMPOPS_")}
 
 
-def audit_rows(db_path: Path) -> list[dict[str, Any]]:
-    with sqlite3.connect(db_path) as conn:
-        conn.row_factory = sqlite3.Row
-        return [dict(row) for row in conn.execute("SELECT * FROM audit_log ORDER BY id")]
+def audit_rows(settings: Path) -> list[dict[str, Any]]:
+    return query(settings, "SELECT * FROM audit_log ORDER BY id")
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -95,10 +93,12 @@ async def in_memory_client(app: AppContext) -> AsyncIterator[ClientSession]:
 # --- stdio: a real `pumpops mcp` process -------------------------------------------------------------------
 
 
-async def test_stdio_server_lists_the_kernel_tools_and_audits_every_call(app: AppContext, tmp_path: Path) -> None:
+async def test_stdio_server_lists_the_kernel_tools_and_audits_every_call(
+    app: AppContext, tmp_path: Path, database_target: str | Path
+) -> None:
     settings = tmp_path / "stdio.json"
-    db_path = tmp_path / "stdio.db"
-    settings.write_text(json.dumps({"Database": {"Path": str(db_path)}, "Qdrant": {"Path": ":memory:"}}))
+    database = database_section(database_target, str(tmp_path / "stdio.db"))
+    settings.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}}))
     params = StdioServerParameters(
         command=sys.executable, args=["-c", CLI_CODE, "--settings", str(settings), "mcp"], cwd=str(REPO)
     )
@@ -133,7 +133,7 @@ async def test_stdio_server_lists_the_kernel_tools_and_audits_every_call(app: Ap
     assert injected.isError and "No pump found" in text_of(injected)
     assert injected.structuredContent is None and "Station-" not in text_of(injected)
 
-    rows = audit_rows(db_path)
+    rows = audit_rows(settings)
     assert [(r["function"], r["outcome"]) for r in rows] == [
         ("assets-get_pump_details", "ok"),
         ("assets-list_pumps", "rejected"),
@@ -167,10 +167,12 @@ class StdioLines:
                 return message
 
 
-async def test_a_stdio_line_the_sdk_reader_cannot_read_is_still_answered_and_audited(tmp_path: Path) -> None:
+async def test_a_stdio_line_the_sdk_reader_cannot_read_is_still_answered_and_audited(
+    tmp_path: Path, database_target: str | Path
+) -> None:
     settings = tmp_path / "stdio.json"
-    db_path = tmp_path / "stdio.db"
-    settings.write_text(json.dumps({"Database": {"Path": str(db_path)}, "Qdrant": {"Path": ":memory:"}}))
+    database = database_section(database_target, str(tmp_path / "stdio.db"))
+    settings.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}}))
     surrogate = json.dumps({"pump_id": "\ud800"})  # the JSON text {"pump_id": "\ud800"}: a lone surrogate
     assert "\\ud800" in surrogate
     trend = '{"pump_id": "PUMP-004", "sensor_type": "vibration", "days": 1e999}'
@@ -198,7 +200,7 @@ async def test_a_stdio_line_the_sdk_reader_cannot_read_is_still_answered_and_aud
     assert infinite["id"] == 3 and infinite["result"]["isError"] is True
     assert "days must be a finite number" in infinite["result"]["content"][0]["text"]
     assert after["id"] == 4 and after["result"]["isError"] is False
-    rows = audit_rows(db_path)
+    rows = audit_rows(settings)
     assert [(r["function"], r["outcome"]) for r in rows] == [
         ("assets-get_pump_details", "rejected"),
         ("sensors-get_sensor_trend", "rejected"),
@@ -480,11 +482,12 @@ async def test_a_request_nested_50000_levels_deep_gets_a_clear_error_and_the_ser
 
 
 async def test_a_server_for_any_address_keeps_host_and_origin_checks_and_accepts_the_allowed_names(
-    tmp_path: Path,
+    tmp_path: Path, database_target: str | Path
 ) -> None:
     settings_path = tmp_path / "remote.json"
     mcp = {"AllowedHosts": ["pumps.example.com"], "AllowedOrigins": ["https://ops.example.com"]}
-    settings_path.write_text(json.dumps({"Database": {"Path": "r.db"}, "Qdrant": {"Path": ":memory:"}, "Mcp": mcp}))
+    database = database_section(database_target, "r.db")
+    settings_path.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}, "Mcp": mcp}))
     _, secret = TokenFile(tmp_path / "data" / "mcp-tokens.json").create("remote-client", [Role.OPERATOR])
     async with open_app(load_settings(settings_path, env={})) as app, serving(app, told="0.0.0.0") as url:
         port = url.split(":")[2].split("/")[0]

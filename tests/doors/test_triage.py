@@ -16,6 +16,7 @@ from doors.cli.triage_cmd import triage, triage_command
 from doors.triage import AUTOMATION, TriageResult, UnknownAlarmError, Urgency, parse_urgency, triage_alarm
 from kernel_setup import Settings, open_app
 from tests.fakes.ollama import ScriptedOllama, call, reply
+from tests.postgres_server import database_section
 from turn.events import TextDelta, ToolCallFinished
 
 ANSWER = (
@@ -121,12 +122,13 @@ async def test_the_command_streams_the_turn_and_json_is_the_triage_result(settin
     assert TriageResult.model_validate(data) == result
 
 
-def test_the_triage_command_rejects_an_unknown_alarm_without_a_traceback(tmp_path: Path) -> None:
+def test_the_triage_command_rejects_an_unknown_alarm_without_a_traceback(
+    tmp_path: Path, database_target: str | Path
+) -> None:
     settings = tmp_path / "appsettings.json"
+    database = database_section(database_target, "t.db")
     settings.write_text(
-        json.dumps(
-            {"Database": {"Path": "t.db"}, "Qdrant": {"Path": ":memory:"}, "Ollama": {"Host": "http://127.0.0.1:9"}}
-        )
+        json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}, "Ollama": {"Host": "http://127.0.0.1:9"}})
     )
     app = typer.Typer(callback=root)
     app.command("triage")(triage_command)
