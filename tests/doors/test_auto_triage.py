@@ -27,7 +27,9 @@ from doors.auto_triage import (
 )
 from doors.triage import Urgency
 from kernel_setup import AppContext, Settings, load_settings, open_app
+from storage import StorageError
 from tests.fakes.ollama import ScriptedOllama, Step, call, reply
+from tests.postgres_server import database_section
 
 # The model's own moves, as scripted, without the turn's policies acting around them.
 MODEL_ONLY = {"ParkedAnswer": False, "StatusQuestions": False, "FollowUpCalls": False}
@@ -35,13 +37,27 @@ ANSWER = "The bearing runs hot on this pump and needs a check soon.\nURGENCY: wi
 SAMPLE_ALARMS = 7
 
 
+LATEST_BY_ROWID = pytest.mark.xfail(
+    raises=StorageError,
+    strict=True,
+    reason="product bug on PostgreSQL: TriageLog.latest orders by rowid, a column only SQLite has "
+    "(doors/auto_triage/records.py); remove this mark with the fix",
+)
+
+
+def expect_the_latest_bug_on_postgres(request: pytest.FixtureRequest, database: str | Path) -> None:
+    """Mark a test reading `TriageLog.latest` an expected failure on PostgreSQL (`LATEST_BY_ROWID`), nowhere else."""
+    if isinstance(database, str):
+        request.applymarker(LATEST_BY_ROWID)
+
+
 def settings_for(
     tmp_path: Path, triage: dict[str, Any] | None = None, *, database: str | Path | None = None, **sections: Any
 ) -> Settings:
-    """Settings for one test; ``database`` a PostgreSQL URL (the `database_target` fixture) or the default file."""
+    """Settings for one test on ``database`` (the `database_target` fixture; left out: the SQLite file data/t.db)."""
     path = tmp_path / "appsettings.json"
     document = {
-        "Database": {"Path": "data/t.db", **({"Url": database} if isinstance(database, str) else {})},
+        "Database": database_section(database, "data/t.db") if database is not None else {"Path": "data/t.db"},
         "Qdrant": {"Path": ":memory:"},
         "Agent": MODEL_ONLY,
         "Triage": {"File": None, **(triage or {})},
@@ -126,10 +142,13 @@ def free_port() -> int:
 
 
 async def test_a_new_alarm_is_triaged_stored_written_to_the_file_and_posted_to_the_webhook(
-    tmp_path: Path, webhook: Webhook
+    tmp_path: Path, database_target: str | Path, request: pytest.FixtureRequest, webhook: Webhook
 ) -> None:
+    expect_the_latest_bug_on_postgres(request, database_target)
     url = f"http://127.0.0.1:{webhook.port}/triage"
-    settings = settings_for(tmp_path, {"File": "out/triage.jsonl", "WebhookUrl": url, "WebhookAttempts": 3})
+    settings = settings_for(
+        tmp_path, {"File": "out/triage.jsonl", "WebhookUrl": url, "WebhookAttempts": 3}, database=database_target
+    )
     fake = ScriptedOllama([reply(tool_calls=[call("assets-get_pump_details", pump_id="PUMP-003")]), reply(ANSWER)])
     async with open_app(settings, chat_transport=fake.transport()) as app:
         triage = AutoTriage(app, settings.triage, webhook_backoff_seconds=0.01)
@@ -158,8 +177,10 @@ async def test_a_new_alarm_is_triaged_stored_written_to_the_file_and_posted_to_t
     assert {(r["principal"], r["door"]) for r in audit} == {("automation:triage", "triage")}
 
 
-async def test_the_first_run_records_existing_alarms_as_history_and_later_alarms_are_triaged(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path)
+async def test_the_first_run_records_existing_alarms_as_history_and_later_alarms_are_triaged(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = settings_for(tmp_path, database=database_target)
     fake = ScriptedOllama([reply(ANSWER)])
     async with open_app(settings, chat_transport=fake.transport()) as app:
         first = AutoTriage(app, settings.triage)
@@ -176,8 +197,10 @@ async def test_the_first_run_records_existing_alarms_as_history_and_later_alarms
         assert await count(app, "SELECT COUNT(*) FROM alarm_triage WHERE status = 'skipped'") == SAMPLE_ALARMS
 
 
-async def test_a_flood_takes_the_budget_one_by_one_then_one_batch_and_the_rest_waits(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, {"MaxPerMinute": 2})
+async def test_a_flood_takes_the_budget_one_by_one_then_one_batch_and_the_rest_waits(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = settings_for(tmp_path, {"MaxPerMinute": 2}, database=database_target)
     batch_answer = "PUMP-001 and PUMP-002 share a cause: a process upset.\nURGENCY: immediate"
     fake = ScriptedOllama([reply(ANSWER), reply(ANSWER), reply(batch_answer), reply(ANSWER), reply(ANSWER)])
     clock = Clock()
@@ -223,8 +246,10 @@ async def test_a_flood_takes_the_budget_one_by_one_then_one_batch_and_the_rest_w
         assert await count(app, untracked) == 0
 
 
-async def test_a_failed_turn_is_tried_once_more_then_failed_for_good(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, {"File": "triage.jsonl"})
+async def test_a_failed_turn_is_tried_once_more_then_failed_for_good(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = settings_for(tmp_path, {"File": "triage.jsonl"}, database=database_target)
     broken: list[Step] = [httpx.Response(500, json={"error": "model crashed"}) for _ in range(2)]
     fake = ScriptedOllama(broken)
     async with open_app(settings, chat_transport=fake.transport()) as app:
@@ -245,8 +270,10 @@ async def test_a_failed_turn_is_tried_once_more_then_failed_for_good(tmp_path: P
     assert json.loads(line)["status"] == "failed" and json.loads(line)["alarm_ids"] == ["ALM-0100"]
 
 
-async def test_a_proposed_work_order_is_parked_not_created_and_the_record_names_the_approval(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path)
+async def test_a_proposed_work_order_is_parked_not_created_and_the_record_names_the_approval(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = settings_for(tmp_path, database=database_target)
     order = call("work_orders-create_work_order", pump_id="PUMP-003", priority="high", summary="Check bearing")
     fake = ScriptedOllama(
         [reply(tool_calls=[order]), reply("A work order is proposed and waits for approval.\nURGENCY: within 24 h")]
@@ -271,9 +298,14 @@ async def test_a_proposed_work_order_is_parked_not_created_and_the_record_names_
 
 async def test_a_failing_sink_is_named_on_the_stored_record_and_the_other_sinks_still_deliver(
     tmp_path: Path,
+    database_target: str | Path,
+    request: pytest.FixtureRequest,
 ) -> None:
+    expect_the_latest_bug_on_postgres(request, database_target)
     url = f"http://127.0.0.1:{free_port()}/nobody-listens"
-    settings = settings_for(tmp_path, {"File": "triage.jsonl", "WebhookUrl": url, "WebhookAttempts": 2})
+    settings = settings_for(
+        tmp_path, {"File": "triage.jsonl", "WebhookUrl": url, "WebhookAttempts": 2}, database=database_target
+    )
     fake = ScriptedOllama([reply(ANSWER)])
     async with open_app(settings, chat_transport=fake.transport()) as app:
         triage = AutoTriage(app, settings.triage, webhook_backoff_seconds=0.01)
@@ -298,8 +330,11 @@ class Collector:
         await self.reports.put(report)
 
 
-async def test_run_polls_until_cancelled(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, {"PollSeconds": 0.01})
+async def test_run_polls_until_cancelled(
+    tmp_path: Path, database_target: str | Path, request: pytest.FixtureRequest
+) -> None:
+    expect_the_latest_bug_on_postgres(request, database_target)
+    settings = settings_for(tmp_path, {"PollSeconds": 0.01}, database=database_target)
     fake = ScriptedOllama([reply(ANSWER)])
     collector = Collector()
     async with open_app(settings, chat_transport=fake.transport()) as app:
