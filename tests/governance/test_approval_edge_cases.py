@@ -94,8 +94,8 @@ async def test_a_principal_without_a_proven_supervisor_role_cannot_approve_or_re
     ]
 
 
-async def test_a_function_now_denied_by_policy_is_not_approved(tmp_path: Path) -> None:
-    first = settings_for(tmp_path)
+async def test_a_function_now_denied_by_policy_is_not_approved(tmp_path: Path, database_target: str | Path) -> None:
+    first = settings_for(tmp_path, database=database_target)
     async with open_app(first) as app:
         parked = await propose(app)
     path = tmp_path / "appsettings.json"
@@ -109,8 +109,10 @@ async def test_a_function_now_denied_by_policy_is_not_approved(tmp_path: Path) -
         assert await count(app, "wo") == 0
 
 
-async def test_a_write_allowed_by_policy_runs_at_once_with_exactly_one_audit_row(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, Policy={"work_orders": {"create_work_order": "allow"}})
+async def test_a_write_allowed_by_policy_runs_at_once_with_exactly_one_audit_row(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = settings_for(tmp_path, Policy={"work_orders": {"create_work_order": "allow"}}, database=database_target)
     async with open_app(settings, warn=lambda _: None) as app:
         result = await propose(app, **{**ORDER, "pump_id": "pump-007"})  # runs in canonical form, its grant too
         assert result["status"] == "executed" and result["pump_id"] == "PUMP-007"
@@ -120,15 +122,21 @@ async def test_a_write_allowed_by_policy_runs_at_once_with_exactly_one_audit_row
         assert await app.audit.verify() is None
 
 
-async def test_a_read_set_to_require_approval_is_refused_not_parked(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, Policy={"assets": {"get_system_summary": "require_approval"}})
+async def test_a_read_set_to_require_approval_is_refused_not_parked(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = settings_for(
+        tmp_path, Policy={"assets": {"get_system_summary": "require_approval"}}, database=database_target
+    )
     async with open_app(settings) as app:
         result = await app.kernel.invoke(app.kernel.get_function("assets", "get_system_summary"))
         assert result is not None and json.loads(str(result.value))["status"] == "denied"
         assert await count(app, "apr") == 0
 
 
-async def test_calls_stopped_by_loop_detection_are_audited_as_rejected(tmp_path: Path) -> None:
+async def test_calls_stopped_by_loop_detection_are_audited_as_rejected(
+    tmp_path: Path, database_target: str | Path
+) -> None:
     fake = ScriptedOllama(
         [
             reply(
@@ -142,7 +150,7 @@ async def test_calls_stopped_by_loop_detection_are_audited_as_rejected(tmp_path:
             reply("never asked"),
         ]
     )
-    async with open_app(settings_for(tmp_path), chat_transport=fake.transport()) as app:
+    async with open_app(settings_for(tmp_path, database=database_target), chat_transport=fake.transport()) as app:
         result = await runner_for(app).run("Show the system summary and raise a work order for PUMP-007")
         statuses: list[Any] = [c.status for c in result.tool_calls]
         assert statuses == ["ok", "rejected", "pending_approval", "rejected"]

@@ -16,6 +16,7 @@ from kernel_setup.errors import SettingsError
 from kernel_setup.local_identity import os_user
 from tests.cli_process import run_pumpops
 from tests.governance.test_approvals import ORDER, propose, settings_for
+from tests.postgres_server import database_section
 
 ALLOW_WRITE = {"work_orders": {"create_work_order": "allow"}}
 
@@ -37,9 +38,9 @@ ALLOW_WRITE = {"work_orders": {"create_work_order": "allow"}}
     ids=["plugin", "function"],
 )
 async def test_a_misspelled_policy_target_is_a_settings_error_listing_the_valid_names(
-    tmp_path: Path, policy: dict[str, Any], fragment: str, valid: str
+    tmp_path: Path, database_target: str | Path, policy: dict[str, Any], fragment: str, valid: str
 ) -> None:
-    settings = settings_for(tmp_path, Policy=policy)
+    settings = settings_for(tmp_path, Policy=policy, database=database_target)
     with pytest.raises(SettingsError) as caught:
         async with open_app(settings, warn=pytest.fail):
             pytest.fail("the app started with a policy naming what the kernel lacks")
@@ -47,8 +48,10 @@ async def test_a_misspelled_policy_target_is_a_settings_error_listing_the_valid_
     assert fragment in message and valid in message and str(tmp_path / "appsettings.json") in message
 
 
-async def test_every_start_with_a_write_allowed_warns_once_per_write_and_audits_it(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, Policy=ALLOW_WRITE)
+async def test_every_start_with_a_write_allowed_warns_once_per_write_and_audits_it(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = settings_for(tmp_path, Policy=ALLOW_WRITE, database=database_target)
     warnings: list[str] = []
     for _ in range(2):
         async with open_app(settings, warn=warnings.append):
@@ -67,8 +70,12 @@ async def test_every_start_with_a_write_allowed_warns_once_per_write_and_audits_
         assert await app.audit.verify() is None
 
 
-async def test_a_write_run_by_policy_is_recorded_after_the_start_row_and_the_chain_verifies(tmp_path: Path) -> None:
-    async with open_app(settings_for(tmp_path, Policy=ALLOW_WRITE), warn=lambda _: None) as app:
+async def test_a_write_run_by_policy_is_recorded_after_the_start_row_and_the_chain_verifies(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    async with open_app(
+        settings_for(tmp_path, Policy=ALLOW_WRITE, database=database_target), warn=lambda _: None
+    ) as app:
         result = await propose(app, **ORDER)
         assert result["status"] == "executed"
         rows = await app.db.fetch_all("SELECT function, outcome FROM audit_log ORDER BY id")
@@ -84,17 +91,21 @@ async def test_a_write_run_by_policy_is_recorded_after_the_start_row_and_the_cha
     [{}, {"assets": {"get_system_summary": "allow"}}, {"work_orders": {"create_work_order": "deny"}}],
     ids=["default", "read allowed", "write denied"],
 )
-async def test_a_policy_that_weakens_no_write_starts_silently(tmp_path: Path, policy: dict[str, Any]) -> None:
-    async with open_app(settings_for(tmp_path, Policy=policy), warn=pytest.fail) as app:
+async def test_a_policy_that_weakens_no_write_starts_silently(
+    tmp_path: Path, database_target: str | Path, policy: dict[str, Any]
+) -> None:
+    async with open_app(settings_for(tmp_path, Policy=policy, database=database_target), warn=pytest.fail) as app:
         assert await app.db.fetch_all("SELECT id FROM audit_log") == []
 
 
-def test_the_cli_warns_on_stderr_at_start_and_audit_verify_stays_green(tmp_path: Path) -> None:
+def test_the_cli_warns_on_stderr_at_start_and_audit_verify_stays_green(
+    tmp_path: Path, database_target: str | Path
+) -> None:
     settings = tmp_path / "appsettings.json"
     settings.write_text(
         json.dumps(
             {
-                "Database": {"Path": "p.db"},
+                "Database": database_section(database_target, "p.db"),
                 "Qdrant": {"Path": ":memory:"},
                 "Approval": {"Policy": ALLOW_WRITE},
                 "Identity": {"Roles": {os_user(): ["auditor"]}},
@@ -114,12 +125,12 @@ def test_the_cli_warns_on_stderr_at_start_and_audit_verify_stays_green(tmp_path:
     assert verify.returncode == 0 and "Audit chain intact: 1 rows" in verify.stdout, verify.stderr
 
 
-def test_the_cli_refuses_a_misspelled_policy_target_with_exit_2(tmp_path: Path) -> None:
+def test_the_cli_refuses_a_misspelled_policy_target_with_exit_2(tmp_path: Path, database_target: str | Path) -> None:
     settings = tmp_path / "appsettings.json"
     settings.write_text(
         json.dumps(
             {
-                "Database": {"Path": "p.db"},
+                "Database": database_section(database_target, "p.db"),
                 "Qdrant": {"Path": ":memory:"},
                 "Approval": {"Policy": {"work_orders": {"create_work_ordr": "allow"}}},
             }

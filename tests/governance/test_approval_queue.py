@@ -1,7 +1,7 @@
 """The approval queue at scale: listings filter before they page and say the total; one requester cannot flood it."""
 
+import asyncio
 import json
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -10,7 +10,8 @@ from semantic_kernel.functions import KernelArguments
 
 from governance import ApprovalError
 from governance.identity import CallContext, acting_as
-from kernel_setup import AppContext, open_app
+from kernel_setup import AppContext, load_settings, open_app
+from storage import open_database
 from tests.callers import supervisor
 from tests.doors.cli.test_cli_tools import run_cli
 from tests.governance.test_approvals import ORDER, count, propose, settings_for
@@ -93,12 +94,20 @@ async def test_a_bad_page_is_refused_saying_what_a_valid_one_looks_like(app: App
         await app.approvals.list("maybe")
 
 
-def test_the_cli_lists_one_status_a_page_at_a_time_with_the_total(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path, "supervisor")
+async def insert_pending(settings: Path, rows: list[tuple[str, ...]]) -> None:
+    """Write ``rows`` (`INSERT`) straight into the database ``settings`` points to, as no door would."""
+    db = await open_database(load_settings(settings, env={}).database_target, migrate=False)
+    try:
+        await db.execute_many(INSERT, rows)
+    finally:
+        await db.close()
+
+
+def test_the_cli_lists_one_status_a_page_at_a_time_with_the_total(tmp_path: Path, database_target: str | Path) -> None:
+    settings = write_settings(tmp_path, "supervisor", database=database_target)
     parked = {"approval_id": park_order(settings)}
     assert run_cli(settings, "approvals", "approve", parked["approval_id"]).returncode == 0
-    with sqlite3.connect(tmp_path / "a.db") as db:
-        db.executemany(INSERT, many_pending(datetime.now(UTC), MANY))
+    asyncio.run(insert_pending(settings, many_pending(datetime.now(UTC), MANY)))
 
     executed = run_cli(settings, "approvals", "list", "--status", "executed")
     assert executed.returncode == 0, executed.stderr
@@ -118,8 +127,9 @@ def test_the_cli_lists_one_status_a_page_at_a_time_with_the_total(tmp_path: Path
 
 async def test_a_requester_at_the_pending_cap_is_refused_with_a_message_for_the_model_and_audited(
     tmp_path: Path,
+    database_target: str | Path,
 ) -> None:
-    async with open_app(settings_for(tmp_path, MaxPendingPerPrincipal=3)) as app:
+    async with open_app(settings_for(tmp_path, MaxPendingPerPrincipal=3, database=database_target)) as app:
         parked = [await propose(app, **{**ORDER, "summary": f"Check {i}"}) for i in range(3)]
         assert {p["status"] for p in parked} == {"pending_approval"}
         again = await propose(app, **{**ORDER, "summary": "Check 0"})  # the same intent: its approval, not a refusal
@@ -142,8 +152,12 @@ async def test_a_requester_at_the_pending_cap_is_refused_with_a_message_for_the_
         assert await app.audit.verify() is None
 
 
-async def test_writes_allowed_by_policy_are_not_held_back_by_the_pending_cap(tmp_path: Path) -> None:
-    settings = settings_for(tmp_path, MaxPendingPerPrincipal=1, Policy={"alarms": {"acknowledge_alarm": "allow"}})
+async def test_writes_allowed_by_policy_are_not_held_back_by_the_pending_cap(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = settings_for(
+        tmp_path, MaxPendingPerPrincipal=1, Policy={"alarms": {"acknowledge_alarm": "allow"}}, database=database_target
+    )
     async with open_app(settings) as app:
         assert (await propose(app))["status"] == "pending_approval"
         with acting_as(CallContext(principal="alice", session="s1", door="test")):

@@ -7,7 +7,6 @@ actions it decides as another proven principal (alice), in process.
 import asyncio
 import json
 import os
-import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -20,16 +19,23 @@ from kernel_setup import load_settings, open_app
 from kernel_setup.local_identity import os_user
 from tests.callers import person
 from tests.doors.cli.test_cli_tools import PUMPOPS, run_cli
+from tests.postgres_server import database_section, query
 
 ORDER = {"pump_id": "PUMP-004", "priority": "high", "summary": "Check the soft foot"}
 ACK = {"alarm_id": "ALM-0002", "note": "Crew on the way"}
 
 
-def write_settings(folder: Path, *roles: str, **sections: object) -> Path:
-    """A settings file giving the OS user ``roles`` (none: the default operator only)."""
+def write_settings(folder: Path, *roles: str, database: str | Path, **sections: object) -> Path:
+    """A settings file on ``database`` (the `database_target` fixture) giving the OS user ``roles`` (none: the
+    default operator only)."""
     settings = folder / "appsettings.json"
     identity = {"Roles": {os_user(): list(roles)}, **sections.pop("Identity", {})}  # type: ignore[dict-item]
-    data = {"Database": {"Path": "a.db"}, "Qdrant": {"Path": ":memory:"}, "Identity": identity, **sections}
+    data = {
+        "Database": database_section(database, "a.db"),
+        "Qdrant": {"Path": ":memory:"},
+        "Identity": identity,
+        **sections,
+    }
     settings.write_text(json.dumps(data))
     return settings
 
@@ -52,8 +58,10 @@ def park_order(settings: Path, summary: str = "Check the soft foot") -> str:
     return park(settings, **{**ORDER, "summary": summary})
 
 
-def test_the_os_user_with_the_supervisor_role_decides_another_principals_proposals(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path, "supervisor")
+def test_the_os_user_with_the_supervisor_role_decides_another_principals_proposals(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = write_settings(tmp_path, "supervisor", database=database_target)
     parked = park_order(settings)
     other = park(settings, "alarms.acknowledge_alarm", **ACK)
     page = json.loads(run_cli(settings, "approvals", "list", "--status", "pending", "--json").stdout)
@@ -89,33 +97,42 @@ def test_the_os_user_with_the_supervisor_role_decides_another_principals_proposa
     assert run_cli(settings, "audit", "verify").returncode == 0
 
 
-def test_the_os_user_cannot_approve_what_it_proposed_even_under_another_label(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path, "supervisor", Identity={"AllowAssertedNames": True})
+def test_the_os_user_cannot_approve_what_it_proposed_even_under_another_label(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = write_settings(tmp_path, "supervisor", Identity={"AllowAssertedNames": True}, database=database_target)
     order = ["work_orders.create_work_order", *(f"{k}={v}" for k, v in ORDER.items()), "--json"]
     mine = run_cli(settings, "tools", "call", *order, "--as", "alice")
     approval_id = json.loads(mine.stdout)["approval_id"]
     refused = run_cli(settings, "approvals", "approve", approval_id, "--by", "J. Supervisor")
     assert refused.returncode == 2, refused.stdout
     assert "cannot approve it" in refused.stderr and "pumpops approvals approve" in refused.stderr
-    with sqlite3.connect(tmp_path / "a.db") as db:
-        assert db.execute("SELECT requested_by, status FROM approvals").fetchall() == [(os_user(), "pending")]
-        row = db.execute("SELECT principal, outcome FROM audit_log WHERE function = 'approvals-approve'").fetchone()
-        assert row == (f"{os_user()} (asserted: J. Supervisor)", "denied")  # a label never changes who decides
+    assert query(settings, "SELECT requested_by, status FROM approvals") == [
+        {"requested_by": os_user(), "status": "pending"}
+    ]
+    [row] = query(settings, "SELECT principal, outcome FROM audit_log WHERE function = 'approvals-approve'")
+    assert row == {
+        "principal": f"{os_user()} (asserted: J. Supervisor)",
+        "outcome": "denied",
+    }  # a label never changes who decides
 
 
 def test_the_approval_cli_refuses_an_os_user_without_the_supervisor_role_saying_how_to_grant_it(
     tmp_path: Path,
+    database_target: str | Path,
 ) -> None:
-    settings = write_settings(tmp_path, "auditor")
+    settings = write_settings(tmp_path, "auditor", database=database_target)
     approval_id = park_order(settings)
     for command in (["approve", approval_id], ["reject", approval_id, "--reason", "no"]):
         refused = run_cli(settings, "approvals", *command)
         assert refused.returncode == 2, refused.stdout
         assert "needs the supervisor role" in refused.stderr and "Identity.Roles" in refused.stderr
-    with sqlite3.connect(tmp_path / "a.db") as db:
-        assert db.execute("SELECT status FROM approvals").fetchall() == [("pending",)]
-        rows = db.execute("SELECT function, outcome FROM audit_log WHERE door = 'approvals' ORDER BY id").fetchall()
-        assert rows == [("approvals-approve", "denied"), ("approvals-reject", "denied")]
+    assert query(settings, "SELECT status FROM approvals") == [{"status": "pending"}]
+    rows = query(settings, "SELECT function, outcome FROM audit_log WHERE door = 'approvals' ORDER BY id")
+    assert [(r["function"], r["outcome"]) for r in rows] == [
+        ("approvals-approve", "denied"),
+        ("approvals-reject", "denied"),
+    ]
 
 
 HOSTILE_SUMMARY = "Grease [/] bearings; [red]the[/red] seal :warning: \x1b[2K\u202eok"
@@ -123,8 +140,10 @@ SHOWN_SUMMARY = "Grease [/] bearings; [red]the[/red] seal :warning: \\u001b[2K\\
 RAW_HIDDEN = ("\x1b", "\u202e")
 
 
-def test_a_hostile_summary_is_shown_exactly_as_stored_by_list_approve_and_audit_tail(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path, "supervisor")
+def test_a_hostile_summary_is_shown_exactly_as_stored_by_list_approve_and_audit_tail(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = write_settings(tmp_path, "supervisor", database=database_target)
     approval_id = park_order(settings, HOSTILE_SUMMARY)
     listed = run_cli(settings, "approvals", "list", "--status", "pending")
     approved = run_cli(settings, "approvals", "approve", approval_id)
@@ -139,8 +158,10 @@ def test_a_hostile_summary_is_shown_exactly_as_stored_by_list_approve_and_audit_
     assert stored["approvals"][0]["arguments"]["summary"] == HOSTILE_SUMMARY  # JSON still carries the exact text
 
 
-def test_a_name_with_terminal_escapes_is_refused_at_every_door_and_shown_visibly(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path, "supervisor", Identity={"AllowAssertedNames": True})
+def test_a_name_with_terminal_escapes_is_refused_at_every_door_and_shown_visibly(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = write_settings(tmp_path, "supervisor", Identity={"AllowAssertedNames": True}, database=database_target)
     hostile = "mallory\x1b[2Kbob"
     approval_id = park_order(settings)
     refused = [
@@ -152,8 +173,9 @@ def test_a_name_with_terminal_escapes_is_refused_at_every_door_and_shown_visibly
         assert result.returncode == 2, result.stdout + result.stderr
         assert "mallory\\x1b[2Kbob" in result.stderr and "\x1b" not in result.stdout + result.stderr
         assert "visible letters" in result.stderr and "'J. Supervisor'" in result.stderr
-    with sqlite3.connect(settings.parent / "a.db") as db:
-        assert db.execute("SELECT approval_id, status FROM approvals").fetchall() == [(approval_id, "pending")]
+    assert query(settings, "SELECT approval_id, status FROM approvals") == [
+        {"approval_id": approval_id, "status": "pending"}
+    ]
 
 
 PROCESSES = 4  # ten connections race in tests/governance/test_approvals.py; here the real CLI, in processes
@@ -161,8 +183,9 @@ PROCESSES = 4  # ten connections race in tests/governance/test_approvals.py; her
 
 def test_processes_approving_one_action_at_once_report_one_execution_and_honest_replays(
     tmp_path: Path,
+    database_target: str | Path,
 ) -> None:
-    settings = write_settings(tmp_path, "supervisor")
+    settings = write_settings(tmp_path, "supervisor", database=database_target)
     approval_id = park_order(settings)
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith("PUMPOPS_")}
     command = [str(PUMPOPS), "--settings", str(settings), "approvals", "approve", approval_id, "--json"]
@@ -178,9 +201,10 @@ def test_processes_approving_one_action_at_once_report_one_execution_and_honest_
     ran = [a for a in answers if a["outcome"] == "executed"]
     assert len(ran) == 1, [a["message"] for a in answers]
     winner = ran[0]
-    with sqlite3.connect(tmp_path / "a.db") as db:
-        executed_at = db.execute("SELECT executed_at FROM approvals").fetchone()[0]
-        assert db.execute("SELECT COUNT(*), MAX(approved_by) FROM work_orders").fetchone() == (1, winner["decided_by"])
+    [approval] = query(settings, "SELECT executed_at FROM approvals")
+    executed_at = approval["executed_at"]
+    [orders] = query(settings, "SELECT COUNT(*) AS n, MAX(approved_by) AS approved_by FROM work_orders")
+    assert (orders["n"], orders["approved_by"]) == (1, winner["decided_by"])
     honest = f"had already been executed by {winner['decided_by']} at {executed_at}; this approval ran nothing again"
     for answer in answers:
         assert answer["result"] == winner["result"] and answer["status"] == "executed"
@@ -188,8 +212,10 @@ def test_processes_approving_one_action_at_once_report_one_execution_and_honest_
             assert answer["outcome"] == "already_executed" and honest in answer["message"]
 
 
-def test_a_stale_approval_is_refused_with_exit_2_and_listed_as_refused_with_what_it_assumed(tmp_path: Path) -> None:
-    settings = write_settings(tmp_path, "supervisor")
+def test_a_stale_approval_is_refused_with_exit_2_and_listed_as_refused_with_what_it_assumed(
+    tmp_path: Path, database_target: str | Path
+) -> None:
+    settings = write_settings(tmp_path, "supervisor", database=database_target)
     stale = park(settings, "alarms.acknowledge_alarm", **{**ACK, "alarm_id": "alm-2"})
     other = park(settings, "alarms.acknowledge_alarm", principal="carol", **ACK)
     assert run_cli(settings, "approvals", "approve", other).returncode == 0
