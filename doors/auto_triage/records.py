@@ -173,8 +173,11 @@ class TriageLog:
 
     async def latest(self, limit: int = 100) -> list[TriageRecord]:
         """The latest ``limit`` records, newest first."""
+        # Records of one second (recorded_at is whole seconds) newest alarm first: a longer id of one scheme is a
+        # higher number (ALM-10000 after ALM-9999), so length then text orders ids as numbers on either engine.
         rows = await self._db.fetch_all(
-            "SELECT * FROM alarm_triage ORDER BY recorded_at DESC, rowid DESC LIMIT ?", (max(1, limit),)
+            "SELECT * FROM alarm_triage ORDER BY recorded_at DESC, LENGTH(alarm_id) DESC, alarm_id DESC LIMIT ?",
+            (max(1, limit),),
         )
         return [_record(row) for row in rows]
 

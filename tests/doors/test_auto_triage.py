@@ -27,7 +27,6 @@ from doors.auto_triage import (
 )
 from doors.triage import Urgency
 from kernel_setup import AppContext, Settings, load_settings, open_app
-from storage import StorageError
 from tests.fakes.ollama import ScriptedOllama, Step, call, reply
 from tests.postgres_server import database_section
 
@@ -35,20 +34,6 @@ from tests.postgres_server import database_section
 MODEL_ONLY = {"ParkedAnswer": False, "StatusQuestions": False, "FollowUpCalls": False}
 ANSWER = "The bearing runs hot on this pump and needs a check soon.\nURGENCY: within 24 h"
 SAMPLE_ALARMS = 7
-
-
-LATEST_BY_ROWID = pytest.mark.xfail(
-    raises=StorageError,
-    strict=True,
-    reason="product bug on PostgreSQL: TriageLog.latest orders by rowid, a column only SQLite has "
-    "(doors/auto_triage/records.py); remove this mark with the fix",
-)
-
-
-def expect_the_latest_bug_on_postgres(request: pytest.FixtureRequest, database: str | Path) -> None:
-    """Mark a test reading `TriageLog.latest` an expected failure on PostgreSQL (`LATEST_BY_ROWID`), nowhere else."""
-    if isinstance(database, str):
-        request.applymarker(LATEST_BY_ROWID)
 
 
 def settings_for(
@@ -142,9 +127,8 @@ def free_port() -> int:
 
 
 async def test_a_new_alarm_is_triaged_stored_written_to_the_file_and_posted_to_the_webhook(
-    tmp_path: Path, database_target: str | Path, request: pytest.FixtureRequest, webhook: Webhook
+    tmp_path: Path, database_target: str | Path, webhook: Webhook
 ) -> None:
-    expect_the_latest_bug_on_postgres(request, database_target)
     url = f"http://127.0.0.1:{webhook.port}/triage"
     settings = settings_for(
         tmp_path, {"File": "out/triage.jsonl", "WebhookUrl": url, "WebhookAttempts": 3}, database=database_target
@@ -299,9 +283,7 @@ async def test_a_proposed_work_order_is_parked_not_created_and_the_record_names_
 async def test_a_failing_sink_is_named_on_the_stored_record_and_the_other_sinks_still_deliver(
     tmp_path: Path,
     database_target: str | Path,
-    request: pytest.FixtureRequest,
 ) -> None:
-    expect_the_latest_bug_on_postgres(request, database_target)
     url = f"http://127.0.0.1:{free_port()}/nobody-listens"
     settings = settings_for(
         tmp_path, {"File": "triage.jsonl", "WebhookUrl": url, "WebhookAttempts": 2}, database=database_target
@@ -330,10 +312,7 @@ class Collector:
         await self.reports.put(report)
 
 
-async def test_run_polls_until_cancelled(
-    tmp_path: Path, database_target: str | Path, request: pytest.FixtureRequest
-) -> None:
-    expect_the_latest_bug_on_postgres(request, database_target)
+async def test_run_polls_until_cancelled(tmp_path: Path, database_target: str | Path) -> None:
     settings = settings_for(tmp_path, {"PollSeconds": 0.01}, database=database_target)
     fake = ScriptedOllama([reply(ANSWER)])
     collector = Collector()
