@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
@@ -18,11 +17,11 @@ import pytest
 from chat.local.qwen_format import STATUS_NOTE
 from checks.scope import REFUSAL
 from governance import APPROVAL_ID
-from kernel_setup import Settings, load_settings, open_app
+from kernel_setup import Settings, open_app
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL
 from tests.fakes.llama import ScoringEngine, Step, local_runner
 from tests.fakes.ollama import ScriptedOllama, call, reply
-from tests.postgres_server import database_section
+from tests.turn.conftest import MakeSettings
 from turn.events import TurnResult
 from turn.factory import runner_for
 from turn.policies import PARKED_ANSWER
@@ -118,23 +117,6 @@ class LocalDriver:
 def model(request: pytest.FixtureRequest) -> Driver:
     driver: Driver = request.param
     return driver
-
-
-class MakeSettings(Protocol):
-    """Settings with these `Agent` options, in the test's folder, on the test's database (either backend)."""
-
-    def __call__(self, **agent: Any) -> Settings: ...
-
-
-@pytest.fixture
-def make_settings(tmp_path: Path, database_target: str | Path) -> MakeSettings:
-    def make(**agent: Any) -> Settings:
-        path = tmp_path / "appsettings.json"
-        database = database_section(database_target, "t.db")
-        path.write_text(json.dumps({"Database": database, "Qdrant": {"Path": ":memory:"}, "Agent": agent}))
-        return load_settings(path, env={})
-
-    return make
 
 
 def calls_of(result: TurnResult) -> list[tuple[str, dict[str, Any], str]]:

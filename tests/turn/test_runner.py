@@ -4,33 +4,17 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 import pytest
 
 from chat.factory import ModelUnavailableError
-from kernel_setup import AppContext, Settings, load_settings, open_app
+from kernel_setup import AppContext, Settings, open_app
 from tests.fakes.ollama import ScriptedOllama, call, reply
-from tests.postgres_server import database_section
+from tests.turn.conftest import MakeSettings
 from turn.events import TextDelta, ToolCallFinished, TurnFinished
 from turn.factory import check_model, runner_for
-
-
-class MakeSettings(Protocol):
-    """Settings with these `Agent` options, in the test's folder, on the test's database (either backend)."""
-
-    def __call__(self, **agent: Any) -> Settings: ...
-
-
-@pytest.fixture
-def make_settings(tmp_path: Path, database_target: str | Path) -> MakeSettings:
-    def make(**agent: Any) -> Settings:
-        path = tmp_path / "appsettings.json"
-        path.write_text(json.dumps({"Database": database_section(database_target, "t.db"), "Agent": agent}))
-        return load_settings(path, env={})
-
-    return make
 
 
 async def open_with(settings: Settings, fake: ScriptedOllama) -> AsyncIterator[AppContext]:
