@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from storage import Connection, Database
+from storage import Connection, Database, Row
 from storage.bulk import dialect_of
 from twin.iso10816 import Zone, assess
 from twin.models import BadDirection, Foundation, SensorType, Severity
@@ -41,18 +41,25 @@ _ZONE_SEVERITY = {Zone.A: Severity.LOW, Zone.B: Severity.MEDIUM, Zone.C: Severit
 
 @dataclass(frozen=True, slots=True)
 class _Sensor:
-    """What the rules need to know of one sensor and its pump."""
+    """What the rules need to know of one sensor and its pump.
+
+    ``clear_line`` is the threshold moved inside by the deadband; ``top_rank`` the rank of the highest severity
+    this sensor's readings can reach, so a raised alarm already there skips the severity of every later reading.
+    """
 
     threshold: float
     direction: BadDirection
     unit: str
     machine_group: int
     foundation: Foundation
+    high: bool
+    clear_line: float
+    top_rank: int
 
 
 @dataclass(slots=True)
 class _Alarm:
-    """An alarm this engine raised; ``alarm_id`` is None until it is written; ``dirty`` when the row must change."""
+    """An alarm this engine raised; ``alarm_id`` is None until it is written."""
 
     pump_id: str
     sensor_type: SensorType
@@ -63,7 +70,6 @@ class _Alarm:
     alarm_id: str | None = None
     active: bool = True
     cleared_at: datetime | None = None
-    dirty: bool = True
 
 
 @dataclass(slots=True)
@@ -119,7 +125,6 @@ class AlarmRules:
                 message=row["message"],
                 raised_at=parse_ts(row["raised_at"]),
                 alarm_id=row["alarm_id"],
-                dirty=False,
             )
             self._states.setdefault((alarm.pump_id, alarm.sensor_type), _State()).alarm = alarm
 
@@ -128,94 +133,83 @@ class AlarmRules:
         changed: dict[int, _Alarm] = {}
         foreign: dict[tuple[str, SensorType], bool] = {}
         reloaded = False
+        sensor_of = self._sensors.get
+        state_of = self._states.get
+        raise_after = self._raise_after
+        # The common readings (inside with no alarm, beyond with an alarm at its top) are settled in this loop
+        # without a call: the loop runs once per live reading, beside the writes, on the service's one thread.
         for reading in readings:
             key = (reading.pump_id, reading.sensor_type)
-            sensor = self._sensors.get(key)
+            sensor = sensor_of(key)
             if sensor is None:
                 if reloaded:
                     continue
                 await self._load_sensors()  # a sensor imported while running: the list is read once a batch
                 reloaded = True
-                sensor = self._sensors.get(key)
+                sensor_of = self._sensors.get
+                sensor = sensor_of(key)
                 if sensor is None:
                     continue
-            state = self._states.get(key)
+            state = state_of(key)
             if state is None:
                 state = self._states[key] = _State()
-            if state.last_at is not None and reading.at < state.last_at:
+            at = reading.at
+            if state.last_at is not None and at < state.last_at:
                 continue
-            state.last_at = reading.at
+            state.last_at = at
+            value = reading.value
+            beyond = value > sensor.threshold if sensor.high else value < sensor.threshold
             alarm = state.alarm
             if alarm is None:
-                if await self._maybe_raise(state, sensor, reading, foreign):
-                    assert state.alarm is not None
+                if not beyond:
+                    state.beyond_since = None
+                    continue
+                if state.beyond_since is None:
+                    state.beyond_since = at
+                if at - state.beyond_since < raise_after:
+                    continue
+                # An active alarm of another origin (imported, loaded) stands for this sensor: no second alarm.
+                # Checked once per batch and sensor, only when a raise is due, so the common path reads nothing.
+                barred = foreign.get(key)
+                if barred is None:
+                    barred = foreign[key] = await self._has_active_alarm(reading.pump_id, reading.sensor_type.value)
+                if not barred:
+                    state.alarm = self._raised(state.beyond_since, sensor, reading)
+                    state.inside_since = None
                     changed[id(state.alarm)] = state.alarm
-            else:
-                self._follow(state, alarm, sensor, reading)
-                if alarm.dirty:
+                continue
+            if value <= sensor.clear_line if sensor.high else value >= sensor.clear_line:
+                if state.inside_since is None:
+                    state.inside_since = at
+                if at - state.inside_since >= self._clear_after:
+                    alarm.active = False
+                    alarm.cleared_at = at
                     changed[id(alarm)] = alarm
-                if not alarm.active:
-                    state.alarm = None
+                    state.alarm = state.beyond_since = state.inside_since = None
+                continue
+            state.inside_since = None
+            # Inside the deadband is neither clearing nor worse; an alarm at its top severity cannot rise.
+            if beyond and _RANK[alarm.severity] < sensor.top_rank:
+                severity = self._severity(sensor, reading)
+                if _RANK[severity] > _RANK[alarm.severity]:
+                    alarm.severity = severity
+                    alarm.value = value
+                    alarm.message = _message(reading, sensor, at - alarm.raised_at)
+                    changed[id(alarm)] = alarm
         if not changed:
             return []
         return await self._write(list(changed.values()))
 
-    async def _maybe_raise(
-        self, state: _State, sensor: _Sensor, reading: Reading, foreign: dict[tuple[str, SensorType], bool]
-    ) -> bool:
-        """Track a sensor without an alarm of ours; raise when it has been beyond long enough. True if raised."""
-        if not _beyond(reading.value, sensor.threshold, sensor.direction):
-            state.beyond_since = None
-            return False
-        if state.beyond_since is None:
-            state.beyond_since = reading.at
-        if reading.at - state.beyond_since < self._raise_after:
-            return False
-        key = (reading.pump_id, reading.sensor_type)
-        # An active alarm of another origin (imported, loaded) stands for this sensor: no second alarm. Checked
-        # once per batch and sensor, only when a raise is due, so the common path reads nothing.
-        if key not in foreign:
-            foreign[key] = await self._has_active_alarm(reading.pump_id, reading.sensor_type.value)
-        if foreign[key]:
-            return False
-        severity = self._severity(sensor, reading)
-        state.alarm = _Alarm(
+    def _raised(self, since: datetime, sensor: _Sensor, reading: Reading) -> _Alarm:
+        """The alarm a sensor beyond its threshold since ``since`` gets at ``reading`` (not yet written)."""
+        return _Alarm(
             pump_id=reading.pump_id,
             sensor_type=reading.sensor_type,
-            severity=severity,
+            severity=self._severity(sensor, reading),
             value=reading.value,
-            message=_message(reading, sensor, reading.at - state.beyond_since),
-            raised_at=state.beyond_since,
+            message=_message(reading, sensor, reading.at - since),
+            raised_at=since,
         )
-        state.inside_since = None
-        return True
-
-    def _follow(self, state: _State, alarm: _Alarm, sensor: _Sensor, reading: Reading) -> None:
-        """A sensor with an active alarm of ours: escalate it while beyond, clear it once inside long enough."""
-        margin = self._deadband * abs(sensor.threshold)
-        if sensor.direction is BadDirection.HIGH:
-            inside = reading.value <= sensor.threshold - margin
-        else:
-            inside = reading.value >= sensor.threshold + margin
-        if inside:
-            if state.inside_since is None:
-                state.inside_since = reading.at
-            if reading.at - state.inside_since >= self._clear_after:
-                alarm.active = False
-                alarm.cleared_at = reading.at
-                alarm.dirty = True
-                state.beyond_since = None
-                state.inside_since = None
-            return
-        state.inside_since = None
-        if alarm.severity is Severity.CRITICAL or not _beyond(reading.value, sensor.threshold, sensor.direction):
-            return  # at the top already, or inside the deadband: neither clearing nor worse
-        severity = self._severity(sensor, reading)
-        if _RANK[severity] > _RANK[alarm.severity]:
-            alarm.severity = severity
-            alarm.value = reading.value
-            alarm.message = _message(reading, sensor, reading.at - alarm.raised_at)
-            alarm.dirty = True
 
     def _severity(self, sensor: _Sensor, reading: Reading) -> Severity:
         """The ISO 10816-3 zone's severity for vibration; else the highest configured level reached, or medium."""
@@ -240,15 +234,29 @@ class AlarmRules:
             "p.foundation FROM sensors s JOIN pumps p ON p.pump_id = s.pump_id"
         )
         self._sensors = {
-            (row["pump_id"], SensorType(row["sensor_type"])): _Sensor(
-                threshold=row["alarm_threshold"],
-                direction=BadDirection(row["bad_direction"]),
-                unit=row["unit"],
-                machine_group=row["machine_group"],
-                foundation=Foundation(row["foundation"]),
-            )
+            (row["pump_id"], SensorType(row["sensor_type"])): self._sensor(row, SensorType(row["sensor_type"]))
             for row in rows
         }
+
+    def _sensor(self, row: Row, sensor_type: SensorType) -> _Sensor:
+        threshold = row["alarm_threshold"]
+        high = BadDirection(row["bad_direction"]) is BadDirection.HIGH
+        margin = self._deadband * abs(threshold)
+        if sensor_type is SensorType.VIBRATION:
+            top = Severity.CRITICAL
+        else:  # a value reaching no configured level is medium (`_severity`)
+            reachable = [Severity.MEDIUM, *(level for level, _ in self._levels.get(sensor_type, []))]
+            top = max(reachable, key=_RANK.__getitem__)
+        return _Sensor(
+            threshold=threshold,
+            direction=BadDirection(row["bad_direction"]),
+            unit=row["unit"],
+            machine_group=row["machine_group"],
+            foundation=Foundation(row["foundation"]),
+            high=high,
+            clear_line=threshold - margin if high else threshold + margin,
+            top_rank=_RANK[top],
+        )
 
     async def _write(self, changed: list[_Alarm]) -> list[str]:
         """Insert the new alarms and update the changed ones in one transaction; return the new ids."""
@@ -289,8 +297,6 @@ class AlarmRules:
                             alarm.alarm_id,
                         ),
                     )
-        for alarm in changed:
-            alarm.dirty = False
         if raised:
             logger.info("raised %s from telemetry", ", ".join(raised))
         return raised
@@ -300,10 +306,6 @@ async def _next_alarm_number(conn: Connection) -> int:
     """One past the highest ``ALM-`` number in the registry (read inside the writing transaction)."""
     rows = list(await conn.execute_fetchall(dialect_of(conn).max_number_query("alarms", "alarm_id", "ALM-")))
     return (rows[0][0] or 0) + 1 if rows else 1
-
-
-def _beyond(value: float, threshold: float, direction: BadDirection) -> bool:
-    return value > threshold if direction is BadDirection.HIGH else value < threshold
 
 
 def _message(reading: Reading, sensor: _Sensor, duration: timedelta) -> str:
