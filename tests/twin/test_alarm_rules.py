@@ -155,6 +155,19 @@ async def test_other_sensors_take_the_highest_configured_level_reached(db: Datab
     assert [a["severity"] for a in await active_of(db, sensor="flow")] == ["high"]
 
 
+async def test_an_alarm_at_its_sensors_highest_level_keeps_its_first_value_and_message(db: Database) -> None:
+    # Levels top out at high for flow: once there, a worse value changes nothing (severity only escalates).
+    engine = await rules(db, raise_after=0, levels={"flow": {"high": 1400}, "bearing_temperature": {"low": 80}})
+    flow, temp = SensorType.FLOW, SensorType.BEARING_TEMPERATURE
+    await feed(engine, at(0, 1500.0, sensor=flow), at(5, 1390.0, sensor=flow), at(10, 900.0, sensor=flow))
+    [alarm] = await active_of(db, sensor="flow")
+    assert (alarm["severity"], alarm["value"]) == ("high", 1390.0)
+    assert str(alarm["message"]).startswith("flow 1390 m³/h beyond its alarm threshold 1530 m³/h for 5 s")
+    # A level under medium: a value reaching it is low, and a worse one can still only reach medium.
+    await feed(engine, at(0, 86.0, sensor=temp), at(5, 120.0, sensor=temp))
+    assert [a["severity"] for a in await active_of(db, sensor="bearing_temperature")] == ["low"]
+
+
 async def test_a_low_direction_sensor_clears_only_above_threshold_plus_deadband(db: Database) -> None:
     engine = await rules(db, raise_after=0, clear_after=0, deadband=5)  # 1530 + 76.5 = 1606.5
     flow = SensorType.FLOW
