@@ -80,6 +80,12 @@ class OpcUaSourceSettings(Section):
     server_certificate: str | None = None
     """The server's certificate (PEM or DER file) to pin: a server that presents another is refused. None takes the
     one the server's endpoint list offers (trust on each connect)."""
+    user_certificate: str | None = None
+    """Sign in with an X.509 user certificate (PEM or DER file) instead of Username/Password: the session's user
+    is who the server maps this certificate to. Any certificate the server accepts for a user, not necessarily
+    the application's own ``Certificate``."""
+    user_private_key: str | None = None
+    """The key of ``UserCertificate`` (PEM or DER file, unencrypted RSA): it signs the sign-in."""
     sampling_interval_ms: int = Field(default=1000, ge=10, le=3_600_000)
     nodes: tuple[OpcUaNode, ...] = ()
 
@@ -118,6 +124,12 @@ class OpcUaSourceSettings(Section):
             raise ValueError("SecurityPolicy and SecurityMode must both be None, or both be set")
         if secured and (self.certificate is None or self.private_key is None):
             raise ValueError(f"source {self.name!r}: a secured endpoint needs Certificate and PrivateKey files")
+        if (self.user_certificate is None) != (self.user_private_key is None):
+            raise ValueError(f"source {self.name!r}: UserCertificate and UserPrivateKey go together; set both, or none")
+        if self.user_certificate is not None and (self.username is not None or self.password is not None):
+            raise ValueError(
+                f"source {self.name!r}: sign in with Username/Password or with UserCertificate/UserPrivateKey, not both"
+            )
         return self
 
 

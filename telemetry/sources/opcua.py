@@ -18,9 +18,10 @@ from typing import Any
 from asyncua import Client, Node, ua
 from asyncua.common.subscription import DataChangeNotif
 
+from core.errors import sentence
 from kernel_setup.plant_settings import OpcUaNode, OpcUaSourceSettings
 from telemetry.sources.base import ReadingSink, ReconnectingSource, SourceFailure
-from telemetry.sources.opcua_security import load_security, no_endpoint, secure
+from telemetry.sources.opcua_security import load_security, load_user_identity, no_endpoint, secure
 from twin.identifiers import PUMP, canonical_record_id
 from twin.models import SensorType
 from twin.readings import Reading
@@ -29,6 +30,26 @@ logger = logging.getLogger(__name__)
 
 REQUEST_TIMEOUT_SECONDS = 10.0
 WATCHDOG_SECONDS = 1.0
+
+
+# The server refused the session's user (asyncua raises these from ActivateSession).
+_SIGN_IN_REFUSED = (
+    ua.uaerrors.BadUserAccessDenied,
+    ua.uaerrors.BadIdentityTokenRejected,
+    ua.uaerrors.BadIdentityTokenInvalid,
+)
+
+
+def _sign_in_hint(settings: OpcUaSourceSettings) -> str:
+    """What to check when the server refuses the sign-in, by how the source signs in (never a secret)."""
+    if settings.user_certificate is not None:
+        return (
+            f"The server refused UserCertificate {settings.user_certificate!r}: it must map that certificate to a "
+            "user allowed to read these nodes."
+        )
+    if settings.username is not None:
+        return f"The server refused user {settings.username!r}: check Username and Password."
+    return "The server admits no anonymous session: set Username/Password or UserCertificate/UserPrivateKey."
 
 
 class OpcUaSource(ReconnectingSource):
@@ -46,6 +67,7 @@ class OpcUaSource(ReconnectingSource):
         super().__init__(settings.name, reconnect_min=reconnect_min, reconnect_max=reconnect_max)
         self._settings = settings
         self._security = load_security(settings)
+        self._user = load_user_identity(settings)
         self._logged_timestamp = False
 
     async def _stream(self, sink: ReadingSink, connected: Callable[[], Awaitable[None]]) -> None:
@@ -55,6 +77,9 @@ class OpcUaSource(ReconnectingSource):
             client.set_user(settings.username)
         if settings.password is not None:
             client.set_password(settings.password.get_secret_value())
+        if self._user is not None:  # asyncua then signs in with an X509IdentityToken signed by the key
+            client.user_certificate = self._user.certificate
+            client.user_private_key = self._user.private_key
         if self._security is not None:
             await secure(client, settings, self._security)
         lost = asyncio.Event()
@@ -68,6 +93,8 @@ class OpcUaSource(ReconnectingSource):
         handler = _Handler(self, sink, lost, lost_reason)
         try:
             await client.connect()
+        except _SIGN_IN_REFUSED as exc:
+            raise SourceFailure(f"{sentence(str(exc))} {_sign_in_hint(settings)}") from None
         except ua.UaError as exc:
             if not str(exc).startswith("No matching endpoints"):
                 raise

@@ -40,11 +40,19 @@ CERTIFICATE_HELP = (
     "-addext keyUsage=digitalSignature,nonRepudiation,keyEncipherment,dataEncipherment "
     "-addext extendedKeyUsage=clientAuth"
 )
-KEY_HELP = "an unencrypted RSA private key file, PEM ('-----BEGIN PRIVATE KEY-----') or DER, matching Certificate"
+KEY_HELP = "an unencrypted RSA private key file, PEM ('-----BEGIN PRIVATE KEY-----') or DER, matching {certificate}"
 
 
 class OpcUaSecurityError(PumpOpsError):
-    """A secured OPC UA source's certificate or key file is missing, unreadable, or not what it must be."""
+    """An OPC UA source's certificate or key file is missing, unreadable, or not what it must be."""
+
+
+@dataclass(frozen=True)
+class UserIdentity:
+    """The X.509 user certificate a source signs in with, and the key that signs the sign-in."""
+
+    certificate: x509.Certificate
+    private_key: rsa.RSAPrivateKey
 
 
 @dataclass(frozen=True)
@@ -68,13 +76,7 @@ def load_security(settings: OpcUaSourceSettings) -> OpcUaSecurity | None:
         return None
     assert settings.certificate is not None and settings.private_key is not None  # the settings check it
     where = f"Telemetry.OpcUa source {settings.name!r}"
-    certificate = _certificate(where, "Certificate", settings.certificate)
-    key = _private_key(where, settings.private_key)
-    if _spki(certificate.public_key()) != _spki(key.public_key()):
-        raise OpcUaSecurityError(
-            f"{where}: PrivateKey {settings.private_key!r} is not the key of Certificate {settings.certificate!r}; "
-            "give the key file the certificate was made with"
-        )
+    certificate, key = _pair(where, ("Certificate", settings.certificate), ("PrivateKey", settings.private_key))
     uris = _application_uris(certificate)
     if not uris:
         raise OpcUaSecurityError(
@@ -95,6 +97,33 @@ def load_security(settings: OpcUaSourceSettings) -> OpcUaSecurity | None:
         server_certificate=server.public_bytes(serialization.Encoding.DER) if server is not None else None,
         application_uri=uris[0],
     )
+
+
+def load_user_identity(settings: OpcUaSourceSettings) -> UserIdentity | None:
+    """The source's user certificate and key read from their files, or None when it signs in otherwise.
+
+    Raises:
+        OpcUaSecurityError: A file is missing, unreadable, not a certificate or RSA key, or the key is another's.
+    """
+    if settings.user_certificate is None or settings.user_private_key is None:
+        return None
+    where = f"Telemetry.OpcUa source {settings.name!r}"
+    certificate, key = _pair(
+        where, ("UserCertificate", settings.user_certificate), ("UserPrivateKey", settings.user_private_key)
+    )
+    return UserIdentity(certificate=certificate, private_key=key)
+
+
+def _pair(where: str, certificate: tuple[str, str], key: tuple[str, str]) -> tuple[x509.Certificate, rsa.RSAPrivateKey]:
+    """A certificate and its private key, each from the file a setting names (setting, path); the key must match."""
+    cert = _certificate(where, *certificate)
+    private = _private_key(where, *key, certificate_setting=certificate[0])
+    if _spki(cert.public_key()) != _spki(private.public_key()):
+        raise OpcUaSecurityError(
+            f"{where}: {key[0]} {key[1]!r} is not the key of {certificate[0]} {certificate[1]!r}; "
+            "give the key file the certificate was made with"
+        )
+    return cert, private
 
 
 def _read(where: str, key: str, path: str, valid: str) -> bytes:
@@ -120,19 +149,20 @@ def _certificate(where: str, key: str, path: str) -> x509.Certificate:
         ) from None
 
 
-def _private_key(where: str, path: str) -> rsa.RSAPrivateKey:
-    content = _read(where, "PrivateKey", path, KEY_HELP)
+def _private_key(where: str, setting: str, path: str, *, certificate_setting: str) -> rsa.RSAPrivateKey:
+    valid = KEY_HELP.format(certificate=certificate_setting)
+    content = _read(where, setting, path, valid)
     try:
         if content.lstrip().startswith(b"-----BEGIN"):
             key = serialization.load_pem_private_key(content, password=None)
         else:
             key = serialization.load_der_private_key(content, password=None)
     except (ValueError, TypeError):  # TypeError: the key is encrypted
-        raise OpcUaSecurityError(f"{where}: PrivateKey file {path!r} is not a private key; give {KEY_HELP}") from None
+        raise OpcUaSecurityError(f"{where}: {setting} file {path!r} is not a private key; give {valid}") from None
     if not isinstance(key, rsa.RSAPrivateKey):
         raise OpcUaSecurityError(
-            f"{where}: PrivateKey file {path!r} holds a {type(key).__name__}; the OPC UA security policies need RSA: "
-            f"give {KEY_HELP}"
+            f"{where}: {setting} file {path!r} holds a {type(key).__name__}; the OPC UA security policies need RSA: "
+            f"give {valid}"
         )
     return key
 

@@ -12,11 +12,13 @@ import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from asyncua import Server, ua
 from asyncua.crypto import cert_gen
 from asyncua.crypto.truststore import TrustStore
 from asyncua.crypto.validator import CertificateValidator, CertificateValidatorOptions
+from asyncua.server.user_managers import CertificateUserManager, UserManager
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
@@ -55,14 +57,24 @@ def app_certificate(folder: Path, name: str, *, server: bool = False) -> AppCert
 class SecuredPlant:
     """An asyncua server offering only Basic256Sha256 + SignAndEncrypt, serving ``ns=2;s=<name>`` Doubles."""
 
-    def __init__(self, folder: Path, names: list[str], *, trusted: list[AppCertificate] | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        names: list[str],
+        *,
+        trusted: list[AppCertificate] | None = None,
+        users: CertificateUserManager | None = None,
+    ) -> None:
+        """``users``: admit only sessions signed in with a user certificate it knows (no anonymous sessions)."""
         self.port = free_port()
         self.endpoint = f"opc.tcp://127.0.0.1:{self.port}/pumpops/"
         self.certificate = app_certificate(folder / "server", "plant", server=True)
         self._folder = folder
         self._names = names
         self._trusted = trusted
-        self.server = Server()
+        self._users = users
+        # asyncua's CertificateUserManager has the UserManager interface without subclassing it.
+        self.server = Server(user_manager=cast("UserManager | None", users))
         self.nodes: dict[str, tuple[str, object]] = {}
 
     async def __aenter__(self) -> SecuredPlant:
@@ -71,6 +83,8 @@ class SecuredPlant:
         server.set_endpoint(self.endpoint)
         await server.set_application_uri(self.certificate.uri)
         server.set_security_policy([ua.SecurityPolicyType.Basic256Sha256_SignAndEncrypt])
+        if self._users is not None:
+            server.set_identity_tokens([ua.X509IdentityToken])
         await server.load_certificate(str(self.certificate.certificate))
         await server.load_private_key(str(self.certificate.private_key), format="pem")
         if self._trusted is not None:
