@@ -149,6 +149,10 @@ class MqttSourceSettings(Section):
     """A topic pattern in the Unified Namespace style: MQTT wildcards plus exactly one ``{pump}`` and one
     ``{sensor}`` level, e.g. ``acme/north/station1/{pump}/{sensor}``."""
     client_id: str | None = None
+    persistent_session: bool = False
+    """Keep the MQTT session across reconnects (``clean_session`` false, under the stable client id): a broker that
+    keeps sessions (mosquitto, EMQX, HiveMQ) queues the QoS-1 values published while the connection is down and
+    delivers them on reconnect. Off: those values are lost."""
 
     @field_validator("name")
     @classmethod

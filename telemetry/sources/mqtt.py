@@ -18,14 +18,13 @@ from telemetry.sources.mqtt_payload import MalformedMessage, TopicPattern, parse
 
 QOS = 1
 KEEPALIVE_SECONDS = 30
-# A clean session on every connect, under a stable client id. A persistent session (clean_session=False) would let
-# the broker queue QoS-1 messages while the connection is briefly down, but amqtt 0.12 (the broker the tests and a
-# simulator run in-process) resumes such a session without delivering anything to it, so the source would look
-# connected and receive nothing. What a clean session costs: values published while the connection is down are
-# lost; the next values follow within a sampling interval, and alarms need a value to stay beyond its threshold.
-# Were a persistent session used, the duplicates it redelivers after a reconnect would be harmless: the store keys
-# readings by (sensor, timestamp) and drops a second copy.
-CLEAN_SESSION = True
+# A clean session on every connect unless the source's `PersistentSession` asks to keep it, always under a stable
+# client id. A kept session lets a broker queue QoS-1 values while the connection is down and deliver them after
+# the reconnect; its redeliveries are harmless, since the store keys readings by (sensor, timestamp) and drops a
+# second copy. It is not the default: amqtt 0.12 (the broker the tests and the simulator run in-process) resumes a
+# kept session without delivering what it queued, and a broker that keeps sessions for a client id nobody uses any
+# more holds their messages. With a clean session the values published while the connection is down are lost; the
+# next values follow within a sampling interval, and alarms need a value to stay beyond its threshold.
 
 
 class MqttSource(ReconnectingSource):
@@ -58,7 +57,7 @@ class MqttSource(ReconnectingSource):
             username=settings.username,
             password=settings.password.get_secret_value() if settings.password else None,
             identifier=self._client_id,
-            clean_session=CLEAN_SESSION,
+            clean_session=not settings.persistent_session,
             keepalive=KEEPALIVE_SECONDS,
             tls_context=self._tls,
         )

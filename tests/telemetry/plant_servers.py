@@ -1,4 +1,5 @@
-"""Real plant-side servers for the source tests, in-process on 127.0.0.1: an amqtt broker and an asyncua server.
+"""Real plant-side servers for the source tests, in-process on 127.0.0.1: an amqtt broker and an asyncua server;
+and Debian's mosquitto as a process, for what amqtt lacks (kept sessions), where it is installed.
 
 Each records what reaches it from clients, so a test can prove a source only reads: the broker every message a
 client published (with the client's id), the OPC UA server every service request by name.
@@ -8,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shutil
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -83,14 +87,19 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 
 
 class PublishRecorder(BasePlugin[Any]):
-    """An amqtt broker plugin that records every application message a client publishes: (client id, topic)."""
+    """An amqtt broker plugin that records every application message a client publishes (client id, topic) and
+    every connect (client id, the CONNECT packet's clean-session flag)."""
 
     def __init__(self, context: Any) -> None:
         super().__init__(context)
         self.published: list[tuple[str, str]] = []
+        self.connects: list[tuple[str, bool]] = []
 
     async def on_broker_message_received(self, *, client_id: str, message: Any) -> None:
         self.published.append((client_id, message.topic))
+
+    async def on_broker_client_connected(self, *, client_id: str, client_session: Any) -> None:
+        self.connects.append((client_id, bool(client_session.clean_session)))
 
 
 class PasswordCheck(BaseAuthPlugin):
@@ -100,6 +109,41 @@ class PasswordCheck(BaseAuthPlugin):
 
     async def authenticate(self, *, session: Any) -> bool:
         return bool(session.username) and self.users.get(session.username) == session.password
+
+
+class Mosquitto:
+    """Debian's mosquitto on 127.0.0.1:``port``, anonymous, sessions kept in memory (a broker that keeps sessions,
+    which amqtt 0.12 does not deliver from); `start` skips the test when the binary is not installed."""
+
+    def __init__(self, folder: Path, port: int) -> None:
+        self.port = port
+        self._config = folder / "mosquitto.conf"
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        binary = shutil.which("mosquitto", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin"]))
+        if binary is None:
+            pytest.skip("mosquitto is not installed (Debian: apt-get install mosquitto)")
+        self._config.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+        self._process = await asyncio.create_subprocess_exec(
+            binary, "-c", str(self._config), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+        )
+        deadline = asyncio.get_running_loop().time() + 10
+        while True:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            except OSError:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise AssertionError("mosquitto did not start listening within 10 s") from None
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            return
+
+    async def stop(self) -> None:
+        if self._process is not None and self._process.returncode is None:
+            self._process.terminate()
+            await self._process.wait()
 
 
 class MqttBroker:
@@ -114,6 +158,8 @@ class MqttBroker:
         self._broker: Broker | None = None
         self.published: list[tuple[str, str]] = []
         """Every (client id, topic) published to this broker across its restarts."""
+        self.connects: list[tuple[str, bool]] = []
+        """Every (client id, clean session) connect to this broker across its restarts."""
 
     async def start(self) -> None:
         auth = (
@@ -128,6 +174,7 @@ class MqttBroker:
         self._broker = Broker(config)
         recorder = next(p for p in self._broker.plugins_manager.plugins if isinstance(p, PublishRecorder))
         recorder.published = self.published
+        recorder.connects = self.connects
         for plugin in self._broker.plugins_manager.plugins:
             if isinstance(plugin, PasswordCheck):
                 plugin.users = dict(self._users or {})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import aiomqtt
 import pytest
@@ -15,7 +16,7 @@ from telemetry.sources.base import SourceState
 from telemetry.sources.mqtt import MqttSource
 from telemetry.sources.mqtt_payload import payload
 from tests.telemetry.conftest import Collected
-from tests.telemetry.plant_servers import MqttBroker, TcpProxy, free_port
+from tests.telemetry.plant_servers import Mosquitto, MqttBroker, TcpProxy, free_port
 from twin.models import SensorType
 
 T0 = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
@@ -211,3 +212,53 @@ async def test_a_broker_that_wants_credentials_admits_the_configured_ones_and_a_
     finally:
         await plant.stop()
     assert got.readings[0].value == 88.0
+
+
+def _kept(port: int, *, persistent: bool, client_id: str | None = None) -> MqttSource:
+    settings = MqttSourceSettings(
+        name="station1",
+        port=port,
+        topic="acme/north/{pump}/{sensor}",
+        persistent_session=persistent,
+        client_id=client_id,
+    )
+    return MqttSource(settings, reconnect_min=0.05, reconnect_max=0.2)
+
+
+async def test_the_session_is_clean_unless_persistent_session_asks_to_keep_it(broker: MqttBroker) -> None:
+    for persistent in (False, True):
+        got = Collected()
+        source = _kept(broker.port, persistent=persistent, client_id=f"pumpops-{persistent}")
+        task = asyncio.create_task(source.run(got.sink, got.on_status))
+        await got.connected()
+        await _stop(task)
+    assert [c for c in broker.connects if c[0].startswith("pumpops-")] == [
+        ("pumpops-False", True),
+        ("pumpops-True", False),
+    ]
+
+
+@pytest.mark.mosquitto
+@pytest.mark.parametrize("persistent", [True, False])
+async def test_a_kept_session_gets_the_values_published_while_the_source_was_away(
+    tmp_path: Path, persistent: bool
+) -> None:
+    mosquitto = Mosquitto(tmp_path, free_port())
+    await mosquitto.start()
+    try:
+        first = Collected()
+        task = asyncio.create_task(_kept(mosquitto.port, persistent=persistent).run(first.sink, first.on_status))
+        await first.connected()
+        await _stop(task)  # the source is away (its connection closed); the broker keeps a kept session
+        topic = "acme/north/PUMP-007/vibration"
+        await _publish(mosquitto.port, *((topic, payload(4.0 + k, T0 + timedelta(seconds=k))) for k in range(3)))
+        again = Collected()
+        task = asyncio.create_task(_kept(mosquitto.port, persistent=persistent).run(again.sink, again.on_status))
+        await again.connected()
+        await _publish(mosquitto.port, (topic, payload(9.0, T0 + timedelta(seconds=10))))
+        await again.until(lambda: any(r.value == 9.0 for r in again.readings), "the live value")
+        await _stop(task)
+        queued = sorted(r.value for r in again.readings if r.value != 9.0)
+        assert queued == ([4.0, 5.0, 6.0] if persistent else [])
+    finally:
+        await mosquitto.stop()
