@@ -131,7 +131,7 @@ class AlarmRules:
     async def observe(self, readings: Sequence[Reading]) -> list[str]:
         """Apply the rules to readings (oldest first); write what changed in one transaction; return new alarm ids."""
         changed: dict[int, _Alarm] = {}
-        foreign: dict[tuple[str, SensorType], bool] = {}
+        standing: set[tuple[str, str]] | None = None  # (pump, sensor type) of every active alarm, read when needed
         reloaded = False
         sensor_of = self._sensors.get
         state_of = self._states.get
@@ -169,11 +169,10 @@ class AlarmRules:
                 if at - state.beyond_since < raise_after:
                     continue
                 # An active alarm of another origin (imported, loaded) stands for this sensor: no second alarm.
-                # Checked once per batch and sensor, only when a raise is due, so the common path reads nothing.
-                barred = foreign.get(key)
-                if barred is None:
-                    barred = foreign[key] = await self._has_active_alarm(reading.pump_id, reading.sensor_type.value)
-                if not barred:
+                # The active alarms are read once per batch, only when a raise is due: the common path reads nothing.
+                if standing is None:
+                    standing = await self._active_alarm_keys()
+                if (reading.pump_id, reading.sensor_type.value) not in standing:
                     state.alarm = self._raised(state.beyond_since, sensor, reading)
                     state.inside_since = None
                     changed[id(state.alarm)] = state.alarm
@@ -222,11 +221,12 @@ class AlarmRules:
         ]
         return reached[-1] if reached else Severity.MEDIUM
 
-    async def _has_active_alarm(self, pump_id: str, sensor_type: str) -> bool:
-        row = await self._db.fetch_one(
-            "SELECT 1 FROM alarms WHERE pump_id = ? AND sensor_type = ? AND active = 1 LIMIT 1", (pump_id, sensor_type)
+    async def _active_alarm_keys(self) -> set[tuple[str, str]]:
+        """(pump id, sensor type) of every active alarm of a sensor, whatever its origin."""
+        rows = await self._db.fetch_all(
+            "SELECT DISTINCT pump_id, sensor_type FROM alarms WHERE active = 1 AND sensor_type IS NOT NULL"
         )
-        return row is not None
+        return {(row["pump_id"], row["sensor_type"]) for row in rows}
 
     async def _load_sensors(self) -> None:
         rows = await self._db.fetch_all(
