@@ -146,6 +146,14 @@ async def serve(
         service = TelemetryService(app.db, settings.telemetry, settings.alarms, on_raised=raised)
         for source in service.sources:
             cli.err_console.print(f"reading {safe_text(source.name)} ({source.kind})", highlight=False)
+        for opc_ua in settings.telemetry.opc_ua:
+            if opc_ua.sampling_interval_ms < 1000:  # the registry keys a reading on its sensor and second
+                cli.err_console.print(
+                    f"[yellow]note: {safe_text(opc_ua.name)} samples every {opc_ua.sampling_interval_ms} ms, but "
+                    "readings are stored one per sensor and second: the later values of each second are dropped "
+                    "as repeats (SamplingIntervalMs 1000 or more keeps every value)[/]",
+                    highlight=False,
+                )
         triaging = await _start_triage(cli, app) if triage else None
         cli.err_console.print("Ctrl-C or SIGTERM stops (what is held is written first).", highlight=False)
         try:

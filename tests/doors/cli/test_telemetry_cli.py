@@ -111,6 +111,32 @@ def test_telemetry_with_a_missing_opc_ua_certificate_file_exits_naming_the_file(
     assert "X.509 certificate file" in message
 
 
+async def test_sampling_faster_than_once_a_second_is_told_at_start_that_values_of_one_second_are_one_reading(
+    tmp_path: Path,
+) -> None:
+    settings = write_settings(tmp_path, tmp_path / "plant.db")
+    document = json.loads(settings.read_text())
+    fast = {"Name": "fast-plc", "Endpoint": f"opc.tcp://127.0.0.1:{free_port()}", "SamplingIntervalMs": 100}
+    slow = {"Name": "slow-plc", "Endpoint": f"opc.tcp://127.0.0.1:{free_port()}", "SamplingIntervalMs": 1000}
+    for source in (fast, slow):
+        source["Nodes"] = [{"Pump": "PUMP-001", "Sensor": "vibration", "NodeId": "ns=2;s=P1.Vibration"}]
+    document["Telemetry"]["OpcUa"] = [fast, slow]
+    settings.write_text(json.dumps(document))
+    assert run_pumpops(settings, "db", "init").returncode == 0
+    service = await pumpops(settings, "telemetry", "--no-triage")
+    assert service.stderr is not None
+    told: list[str] = []
+    while not any("Ctrl-C or SIGTERM stops" in line for line in told):
+        line = (await asyncio.wait_for(service.stderr.readline(), WAIT_SECONDS)).decode()
+        assert line, "".join(told)
+        told.append(line)
+    code, rest = await stop(service)
+    assert code == 0, rest
+    said = " ".join("".join(told).split())
+    assert "note: fast-plc samples every 100 ms, but readings are stored one per sensor and second" in said
+    assert "slow-plc samples" not in said
+
+
 def test_telemetry_status_shows_the_nodes_a_server_refused(tmp_path: Path, database_target: str | Path) -> None:
     settings = write_settings(tmp_path, database_target)
 
