@@ -1,17 +1,24 @@
 """Many rows in one step, counted: what SQLite's ``total_changes`` gives and asyncpg's ``executemany`` does not.
 
 On PostgreSQL an insert of many rows goes as one statement over arrays (``unnest``), which is also its fastest
-form; a counted statement run for each row goes row by row on one prepared statement.
+form; on SQLite as multi-row ``VALUES`` statements of up to ``_SQLITE_PARAMETERS`` parameters. A counted statement
+run for each row goes row by row on one prepared statement.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from storage.connection import Connection
 from storage.dialect import POSTGRES, SQLITE, Dialect, identifier, to_postgres
 from storage.postgres import PostgresConnection
+
+# SQLite inserts many rows as one multi-row VALUES statement of up to this many parameters (its limit is 32,766
+# since 3.32, 999 before): one statement steps all its rows without holding the GIL, so the event loop's thread
+# runs on while they are written, where executemany takes the GIL back for every row it binds.
+_SQLITE_PARAMETERS = 30_000 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
 
 
 def dialect_of(conn: Connection) -> Dialect:
@@ -42,9 +49,13 @@ async def _insert(
     if isinstance(conn, PostgresConnection):
         statement, arrays = _from_arrays(into, rows)
         return _count(await conn.raw.execute(statement + conflict, *arrays))
-    statement = f"{into} VALUES ({', '.join('?' * len(columns))}){conflict}"
     before: int = conn.total_changes  # type: ignore[attr-defined]
-    await conn.executemany(statement, rows)
+    group = f"({', '.join('?' * len(columns))})"
+    per = max(1, _SQLITE_PARAMETERS // len(columns))
+    for start in range(0, len(rows), per):
+        chunk = rows[start : start + per]
+        statement = f"{into} VALUES {', '.join([group] * len(chunk))}{conflict}"
+        await conn.execute(statement, [value for row in chunk for value in row])
     return int(conn.total_changes) - before  # type: ignore[attr-defined]
 
 

@@ -50,3 +50,24 @@ async def test_insert_new_counts_only_the_rows_it_added(db: Database) -> None:
         assert await insert_new(conn, "readings", ("sensor_id", "recorded_at", "value"), rows) == 1
     async with db.transaction() as conn:
         assert await insert_new(conn, "readings", ("sensor_id", "recorded_at", "value"), rows) == 0
+
+
+async def test_rows_past_one_statements_parameters_are_all_written_and_counted_once(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seven parameters a statement: two readings each, so 9 rows take five statements (the last of one row).
+    monkeypatch.setattr("storage.bulk._SQLITE_PARAMETERS", 7)
+    row = await db.fetch_one("SELECT sensor_id FROM readings LIMIT 1")
+    assert row is not None
+    stamps = [f"2001-01-01T00:00:{second:02d}Z" for second in range(9)]
+    rows = [(row["sensor_id"], stamp, float(k)) for k, stamp in enumerate(stamps)]
+    async with db.transaction() as conn:
+        assert await insert_new(conn, "readings", ("sensor_id", "recorded_at", "value"), rows[:4]) == 4
+        # Repeats inside a statement and across statements are left alone and not counted.
+        again = [rows[3], rows[4], rows[4], *rows[5:], rows[0]]
+        assert await insert_new(conn, "readings", ("sensor_id", "recorded_at", "value"), again) == 5
+    stored = await db.fetch_all(
+        "SELECT recorded_at, value FROM readings WHERE sensor_id = ? AND recorded_at < '2002' ORDER BY recorded_at",
+        (row["sensor_id"],),
+    )
+    assert [(r["recorded_at"], r["value"]) for r in stored] == [(stamp, float(k)) for k, stamp in enumerate(stamps)]
