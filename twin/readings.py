@@ -82,7 +82,7 @@ class ReadingStore:
         if not rows:
             return StoredBatch(inserted=[], duplicates=0, unknown=unknown)
         try:
-            # Optimistic: one executemany, the common case of a batch with no duplicate (stored or within it);
+            # Optimistic: one bulk insert, the common case of a batch with no duplicate (stored or within it);
             # the unique key ignores any, and a count short of the rows sends the batch down the careful path.
             async with self._db.transaction() as conn:
                 if await insert_new(conn, "readings", _COLUMNS, rows) != len(rows):
