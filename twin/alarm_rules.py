@@ -178,26 +178,40 @@ class AlarmRules:
                     changed[id(state.alarm)] = state.alarm
                 continue
             if value <= sensor.clear_line if sensor.high else value >= sensor.clear_line:
-                if state.inside_since is None:
-                    state.inside_since = at
-                if at - state.inside_since >= self._clear_after:
-                    alarm.active = False
-                    alarm.cleared_at = at
+                if self._inside(state, alarm, at):
                     changed[id(alarm)] = alarm
-                    state.alarm = state.beyond_since = state.inside_since = None
                 continue
             state.inside_since = None
             # Inside the deadband is neither clearing nor worse; an alarm at its top severity cannot rise.
-            if beyond and _RANK[alarm.severity] < sensor.top_rank:
-                severity = self._severity(sensor, reading)
-                if _RANK[severity] > _RANK[alarm.severity]:
-                    alarm.severity = severity
-                    alarm.value = value
-                    alarm.message = _message(reading, sensor, at - alarm.raised_at)
-                    changed[id(alarm)] = alarm
+            if beyond and _RANK[alarm.severity] < sensor.top_rank and self._escalated(alarm, sensor, reading):
+                changed[id(alarm)] = alarm
         if not changed:
             return []
         return await self._write(list(changed.values()))
+
+    def _inside(self, state: _State, alarm: _Alarm, at: datetime) -> bool:
+        """A raised sensor back inside past the deadband at ``at``: clear the alarm once inside long enough.
+
+        True when it was cleared (the sensor then has no alarm of ours).
+        """
+        if state.inside_since is None:
+            state.inside_since = at
+        if at - state.inside_since < self._clear_after:
+            return False
+        alarm.active = False
+        alarm.cleared_at = at
+        state.alarm = state.beyond_since = state.inside_since = None
+        return True
+
+    def _escalated(self, alarm: _Alarm, sensor: _Sensor, reading: Reading) -> bool:
+        """Raise the alarm's severity (with its value and message) if ``reading`` reaches a higher one; True if so."""
+        severity = self._severity(sensor, reading)
+        if _RANK[severity] <= _RANK[alarm.severity]:
+            return False
+        alarm.severity = severity
+        alarm.value = reading.value
+        alarm.message = _message(reading, sensor, reading.at - alarm.raised_at)
+        return True
 
     def _raised(self, since: datetime, sensor: _Sensor, reading: Reading) -> _Alarm:
         """The alarm a sensor beyond its threshold since ``since`` gets at ``reading`` (not yet written)."""
