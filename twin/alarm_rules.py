@@ -43,16 +43,16 @@ _ZONE_SEVERITY = {Zone.A: Severity.LOW, Zone.B: Severity.MEDIUM, Zone.C: Severit
 class _Sensor:
     """What the rules need to know of one sensor and its pump.
 
-    ``clear_line`` is the threshold moved inside by the deadband; ``top_rank`` the rank of the highest severity
-    this sensor's readings can reach, so a raised alarm already there skips the severity of every later reading.
+    ``high`` when its bad direction is high; ``clear_line`` is the threshold moved inside by the deadband;
+    ``top_rank`` the rank of the highest severity this sensor's readings can reach, so a raised alarm already there
+    skips the severity of every later reading.
     """
 
     threshold: float
-    direction: BadDirection
+    high: bool
     unit: str
     machine_group: int
     foundation: Foundation
-    high: bool
     clear_line: float
     top_rank: int
 
@@ -231,7 +231,7 @@ class AlarmRules:
         reached = [
             severity
             for severity, level in self._levels.get(reading.sensor_type, [])
-            if (reading.value >= level if sensor.direction is BadDirection.HIGH else reading.value <= level)
+            if (reading.value >= level if sensor.high else reading.value <= level)
         ]
         return reached[-1] if reached else Severity.MEDIUM
 
@@ -247,10 +247,10 @@ class AlarmRules:
             "SELECT s.pump_id, s.sensor_type, s.unit, s.bad_direction, s.alarm_threshold, p.machine_group, "
             "p.foundation FROM sensors s JOIN pumps p ON p.pump_id = s.pump_id"
         )
-        self._sensors = {
-            (row["pump_id"], SensorType(row["sensor_type"])): self._sensor(row, SensorType(row["sensor_type"]))
-            for row in rows
-        }
+        self._sensors = {}
+        for row in rows:
+            sensor_type = SensorType(row["sensor_type"])
+            self._sensors[(row["pump_id"], sensor_type)] = self._sensor(row, sensor_type)
 
     def _sensor(self, row: Row, sensor_type: SensorType) -> _Sensor:
         threshold = row["alarm_threshold"]
@@ -263,11 +263,10 @@ class AlarmRules:
             top = max(reachable, key=_RANK.__getitem__)
         return _Sensor(
             threshold=threshold,
-            direction=BadDirection(row["bad_direction"]),
+            high=high,
             unit=row["unit"],
             machine_group=row["machine_group"],
             foundation=Foundation(row["foundation"]),
-            high=high,
             clear_line=threshold - margin if high else threshold + margin,
             top_rank=_RANK[top],
         )
