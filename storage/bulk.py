@@ -1,7 +1,7 @@
 """Many rows in one step, counted: what SQLite's ``total_changes`` gives and asyncpg's ``executemany`` does not.
 
 On PostgreSQL an insert of many rows goes as one statement over arrays (``unnest``), which is also its fastest
-form; on SQLite as multi-row ``VALUES`` statements of up to ``_SQLITE_PARAMETERS`` parameters. A counted statement
+form; on SQLite as multi-row ``VALUES`` statements of up to `STATEMENT_PARAMETERS` parameters. A counted statement
 run for each row goes row by row on one prepared statement.
 """
 
@@ -15,10 +15,11 @@ from storage.connection import Connection
 from storage.dialect import POSTGRES, SQLITE, Dialect, identifier, to_postgres
 from storage.postgres import PostgresConnection
 
-# SQLite inserts many rows as one multi-row VALUES statement of up to this many parameters (its limit is 32,766
-# since 3.32, 999 before): one statement steps all its rows without holding the GIL, so the event loop's thread
-# runs on while they are written, where executemany takes the GIL back for every row it binds.
-_SQLITE_PARAMETERS = 30_000 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+STATEMENT_PARAMETERS = 30_000 if sqlite3.sqlite_version_info >= (3, 32, 0) else 999
+"""The most parameters one statement of many rows takes, on either engine: SQLite's limit is 32,766 since 3.32
+(999 before), asyncpg's 32,767. SQLite inserts many rows as multi-row VALUES statements of up to this many: one
+statement steps all its rows without holding the GIL, so the event loop's thread runs on while they are written,
+where executemany takes the GIL back for every row it binds."""
 
 
 def dialect_of(conn: Connection) -> Dialect:
@@ -51,7 +52,7 @@ async def _insert(
         return _count(await conn.raw.execute(statement + conflict, *arrays))
     before: int = conn.total_changes  # type: ignore[attr-defined]
     group = f"({', '.join('?' * len(columns))})"
-    per = max(1, _SQLITE_PARAMETERS // len(columns))
+    per = max(1, STATEMENT_PARAMETERS // len(columns))
     for start in range(0, len(rows), per):
         chunk = rows[start : start + per]
         statement = f"{into} VALUES {', '.join([group] * len(chunk))}{conflict}"

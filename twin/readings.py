@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from operator import attrgetter, itemgetter
 
 from storage import Database
-from storage.bulk import insert_new
+from storage.bulk import STATEMENT_PARAMETERS, insert_new
 from twin.models import SensorType
 from twin.timestamps import format_ts
 
@@ -44,8 +44,8 @@ class StoredBatch:
 
 
 _COLUMNS = ("sensor_id", "recorded_at", "value")
-# Rows per INSERT ... RETURNING statement: 3 parameters a row stay under SQLite's oldest limit of 999 parameters.
-_ROWS_PER_INSERT = 300
+# Rows per INSERT ... RETURNING statement: as many as one statement's parameters hold, 3 a row.
+_ROWS_PER_INSERT = STATEMENT_PARAMETERS // len(_COLUMNS)
 _LATEST = (
     "UPDATE sensors SET latest_value = ?3, latest_at = ?2 "
     "WHERE sensor_id = ?1 AND (latest_at IS NULL OR latest_at < ?2)"

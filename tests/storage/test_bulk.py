@@ -56,7 +56,7 @@ async def test_rows_past_one_statements_parameters_are_all_written_and_counted_o
     db: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Seven parameters a statement: two readings each, so 9 rows take five statements (the last of one row).
-    monkeypatch.setattr("storage.bulk._SQLITE_PARAMETERS", 7)
+    monkeypatch.setattr("storage.bulk.STATEMENT_PARAMETERS", 7)
     row = await db.fetch_one("SELECT sensor_id FROM readings LIMIT 1")
     assert row is not None
     stamps = [f"2001-01-01T00:00:{second:02d}Z" for second in range(9)]
