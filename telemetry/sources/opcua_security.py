@@ -75,7 +75,7 @@ def load_security(settings: OpcUaSourceSettings) -> OpcUaSecurity | None:
     if settings.security_policy == "None":
         return None
     assert settings.certificate is not None and settings.private_key is not None  # the settings check it
-    where = f"Telemetry.OpcUa source {settings.name!r}"
+    where = _where(settings)
     certificate, key = _pair(where, ("Certificate", settings.certificate), ("PrivateKey", settings.private_key))
     uris = _application_uris(certificate)
     if not uris:
@@ -107,11 +107,15 @@ def load_user_identity(settings: OpcUaSourceSettings) -> UserIdentity | None:
     """
     if settings.user_certificate is None or settings.user_private_key is None:
         return None
-    where = f"Telemetry.OpcUa source {settings.name!r}"
     certificate, key = _pair(
-        where, ("UserCertificate", settings.user_certificate), ("UserPrivateKey", settings.user_private_key)
+        _where(settings), ("UserCertificate", settings.user_certificate), ("UserPrivateKey", settings.user_private_key)
     )
     return UserIdentity(certificate=certificate, private_key=key)
+
+
+def _where(settings: OpcUaSourceSettings) -> str:
+    """How an error names the source whose files it is about."""
+    return f"Telemetry.OpcUa source {settings.name!r}"
 
 
 def _pair(where: str, certificate: tuple[str, str], key: tuple[str, str]) -> tuple[x509.Certificate, rsa.RSAPrivateKey]:
