@@ -11,6 +11,12 @@ from twin.readings import Reading
 WAIT_SECONDS = 10.0
 
 
+async def stop_source(task: asyncio.Task[None]) -> None:
+    """Stop a source's ``run`` task as the service does: cancel it, and wait for it to end."""
+    task.cancel()
+    await task
+
+
 class Collected:
     """What a running source handed on: its readings and its status reports, with bounded waits for either."""
 

@@ -15,7 +15,7 @@ from kernel_setup.plant_settings import MqttSourceSettings
 from telemetry.sources.base import SourceState
 from telemetry.sources.mqtt import MqttSource
 from telemetry.sources.mqtt_payload import payload
-from tests.telemetry.conftest import Collected
+from tests.telemetry.conftest import Collected, stop_source
 from tests.telemetry.plant_servers import Mosquitto, MqttBroker, TcpProxy, free_port
 from twin.models import SensorType
 
@@ -42,11 +42,6 @@ async def _publish(port: int, *messages: tuple[str, bytes]) -> None:
             await client.publish(topic, body, qos=1)
 
 
-async def _stop(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    await task
-
-
 async def test_values_arrive_as_readings_with_pump_sensor_value_and_the_payload_time(broker: MqttBroker) -> None:
     source, got = _source(broker.port), Collected()
     task = asyncio.create_task(source.run(got.sink, got.on_status))
@@ -58,7 +53,7 @@ async def test_values_arrive_as_readings_with_pump_sensor_value_and_the_payload_
         ("acme/north/pump-3/flow", b'{"value": 120, "timestamp": "2025-03-01T11:00:05+01:00", "unit": "m3/h"}'),
     )
     await got.until(lambda: len(got.readings) == 2, "two readings")
-    await _stop(task)
+    await stop_source(task)
 
     first, second = got.readings
     assert (first.pump_id, first.sensor_type, first.value, first.at) == ("PUMP-007", SensorType.VIBRATION, 4.2, T0)
@@ -88,7 +83,7 @@ async def test_malformed_messages_are_counted_and_skipped(broker: MqttBroker) ->
         ("acme/north/PUMP-001/vibration", payload(2.0, T0)),
     )
     await got.until(lambda: len(got.readings) == 1, "the one good reading")
-    await _stop(task)
+    await stop_source(task)
 
     assert [r.value for r in got.readings] == [2.0]
     assert source.status().malformed == 9
@@ -102,7 +97,7 @@ async def test_out_of_order_timestamps_are_passed_on_unchanged(broker: MqttBroke
     times = [T0 + timedelta(seconds=s) for s in (10, 0, 5)]
     await _publish(broker.port, *(("acme/north/PUMP-002/flow", payload(float(i), at)) for i, at in enumerate(times)))
     await got.until(lambda: len(got.readings) == 3, "three readings")
-    await _stop(task)
+    await stop_source(task)
 
     assert [r.at for r in got.readings] == times
 
@@ -120,7 +115,7 @@ async def test_a_broker_down_at_start_is_retried_until_it_comes_up() -> None:
         await got.connected()
         await _publish(port, ("acme/north/PUMP-004/motor_current", payload(31.5, T0)))
         await got.until(lambda: len(got.readings) == 1, "a reading")
-        await _stop(task)
+        await stop_source(task)
     finally:
         await broker.stop()
     assert got.readings[0].value == 31.5
@@ -142,7 +137,7 @@ async def test_after_a_dropped_connection_the_source_reconnects_and_values_arriv
         await got.connected(times=2)
         await _publish(broker.port, ("acme/north/PUMP-005/vibration", payload(3.0, T0 + timedelta(seconds=1))))
         await got.until(lambda: len(got.readings) == 2, "a reading after the drop")
-        await _stop(task)
+        await stop_source(task)
     finally:
         await network.drop()
     assert [r.value for r in got.readings] == [2.0, 3.0]
@@ -158,7 +153,7 @@ async def test_the_source_publishes_nothing_only_the_plant_does(broker: MqttBrok
         ("acme/north/PUMP-006/vibration", b"not json"),
     )
     await got.until(lambda: source.status().malformed == 1, "both messages handled")
-    await _stop(task)
+    await stop_source(task)
 
     # The broker recorded every message any client published: all of them came from the plant's publisher.
     assert broker.published
@@ -183,7 +178,7 @@ async def test_a_broker_that_wants_credentials_admits_the_configured_ones_and_a_
         refused = Collected()
         task = asyncio.create_task(wrong.run(refused.sink, refused.on_status))
         await refused.until(lambda: refused.states.count(SourceState.FAILED) >= 2, "two refused attempts")
-        await _stop(task)
+        await stop_source(task)
         assert SourceState.CONNECTED not in refused.states
         detail = refused.statuses[-2].detail.lower()
         assert "nope" not in detail and "s3cret" not in detail  # the password is never shown
@@ -208,7 +203,7 @@ async def test_a_broker_that_wants_credentials_admits_the_configured_ones_and_a_
         ) as client:
             await client.publish("acme/north/PUMP-002/flow", payload(88.0, T0), qos=1)
         await got.until(lambda: len(got.readings) == 1, "a reading")
-        await _stop(task)
+        await stop_source(task)
     finally:
         await plant.stop()
     assert got.readings[0].value == 88.0
@@ -231,7 +226,7 @@ async def test_the_session_is_clean_unless_persistent_session_asks_to_keep_it(br
         source = _kept(broker.port, persistent=persistent, client_id=f"pumpops-{persistent}")
         task = asyncio.create_task(source.run(got.sink, got.on_status))
         await got.connected()
-        await _stop(task)
+        await stop_source(task)
     assert [c for c in broker.connects if c[0].startswith("pumpops-")] == [
         ("pumpops-False", True),
         ("pumpops-True", False),
@@ -249,7 +244,7 @@ async def test_a_kept_session_gets_the_values_published_while_the_source_was_awa
         first = Collected()
         task = asyncio.create_task(_kept(mosquitto.port, persistent=persistent).run(first.sink, first.on_status))
         await first.connected()
-        await _stop(task)  # the source is away (its connection closed); the broker keeps a kept session
+        await stop_source(task)  # the source is away (its connection closed); the broker keeps a kept session
         topic = "acme/north/PUMP-007/vibration"
         await _publish(mosquitto.port, *((topic, payload(4.0 + k, T0 + timedelta(seconds=k))) for k in range(3)))
         again = Collected()
@@ -257,7 +252,7 @@ async def test_a_kept_session_gets_the_values_published_while_the_source_was_awa
         await again.connected()
         await _publish(mosquitto.port, (topic, payload(9.0, T0 + timedelta(seconds=10))))
         await again.until(lambda: any(r.value == 9.0 for r in again.readings), "the live value")
-        await _stop(task)
+        await stop_source(task)
         queued = sorted(r.value for r in again.readings if r.value != 9.0)
         assert queued == ([4.0, 5.0, 6.0] if persistent else [])
     finally:

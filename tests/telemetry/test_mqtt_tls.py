@@ -23,7 +23,7 @@ from kernel_setup.plant_settings import MqttSourceSettings
 from telemetry.sources.base import SourceState
 from telemetry.sources.mqtt import MqttSource
 from telemetry.sources.mqtt_payload import payload
-from tests.telemetry.conftest import Collected
+from tests.telemetry.conftest import Collected, stop_source
 from tests.telemetry.plant_servers import free_port
 
 T0 = dt.datetime(2025, 3, 1, 10, 0, tzinfo=dt.UTC)
@@ -78,11 +78,6 @@ def _source(port: int, ca_file: Path) -> MqttSource:
     return MqttSource(settings, reconnect_min=0.05, reconnect_max=0.2)
 
 
-async def _stop(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    await task
-
-
 async def test_a_broker_verified_by_the_configured_ca_file_is_read(tls_broker: Any, tmp_path: Path) -> None:
     port, ca_file = tls_broker
     got = Collected()
@@ -94,7 +89,7 @@ async def test_a_broker_verified_by_the_configured_ca_file_is_read(tls_broker: A
             await client.publish("acme/north/PUMP-005/vibration", payload(2.5, T0), qos=1)
         await got.until(lambda: len(got.readings) == 1, "a reading over TLS")
     finally:
-        await _stop(task)
+        await stop_source(task)
     assert got.readings[0].value == 2.5
 
 
@@ -109,7 +104,7 @@ async def test_a_broker_whose_certificate_the_ca_file_does_not_vouch_for_is_refu
     got = Collected()
     task = asyncio.create_task(_source(port, other_ca).run(got.sink, got.on_status))
     await got.until(lambda: got.states.count(SourceState.FAILED) >= 2, "two refused attempts")
-    await _stop(task)
+    await stop_source(task)
     gc.collect()  # the leaked sockets go now, under this test's filter, not during a later test
     assert SourceState.CONNECTED not in got.states
     assert "certificate" in got.statuses[-2].detail.lower() or "ssl" in got.statuses[-2].detail.lower()

@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from kernel_setup.plant_settings import OpcUaNode, OpcUaSourceSettings
 from telemetry.sources.base import SourceState
 from telemetry.sources.opcua import OpcUaSource
-from tests.telemetry.conftest import Collected
+from tests.telemetry.conftest import Collected, stop_source
 from tests.telemetry.plant_servers import free_port
 
 T0 = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
@@ -46,11 +46,6 @@ def _source(endpoint: str, node_id: str, password: str) -> OpcUaSource:
     return OpcUaSource(settings, reconnect_min=0.05, reconnect_max=0.2)
 
 
-async def _stop(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    await task
-
-
 async def test_a_server_that_wants_a_password_admits_the_configured_one_and_a_wrong_one_is_reported() -> None:
     server = Server(user_manager=Passwords({"pumpops": "s3cret"}))
     await server.init()
@@ -64,7 +59,7 @@ async def test_a_server_that_wants_a_password_admits_the_configured_one_and_a_wr
         refused = Collected()
         task = asyncio.create_task(_source(endpoint, node_id, "nope").run(refused.sink, refused.on_status))
         await refused.until(lambda: refused.states.count(SourceState.FAILED) >= 2, "two refused attempts")
-        await _stop(task)
+        await stop_source(task)
         assert SourceState.CONNECTED not in refused.states
         assert all("nope" not in s.detail and "s3cret" not in s.detail for s in refused.statuses)
         assert "The server refused user 'pumpops': check Username and Password" in refused.statuses[-2].detail
@@ -76,4 +71,4 @@ async def test_a_server_that_wants_a_password_admits_the_configured_one_and_a_wr
             ua.DataValue(ua.Variant(6.5, ua.VariantType.Double), SourceTimestamp=cast("ua.DateTime", T0))
         )
         await got.until(lambda: any(r.value == 6.5 for r in got.readings), "the value")
-        await _stop(task)
+        await stop_source(task)

@@ -15,7 +15,7 @@ from asyncua import Client, ua
 from kernel_setup.plant_settings import OpcUaNode, OpcUaSourceSettings
 from telemetry.sources.base import SourceState
 from telemetry.sources.opcua import OpcUaSource
-from tests.telemetry.conftest import Collected
+from tests.telemetry.conftest import Collected, stop_source
 from tests.telemetry.plant_servers import OpcUaPlant, free_port, recorded_requests
 from twin.models import SensorType
 
@@ -47,11 +47,6 @@ def _source(plant: OpcUaPlant, node_ids: dict[str, str] | None = None) -> OpcUaS
     return OpcUaSource(settings, reconnect_min=0.05, reconnect_max=0.2)
 
 
-async def _stop(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    await task
-
-
 def _values(got: Collected) -> list[float]:
     return [r.value for r in got.readings]
 
@@ -65,7 +60,7 @@ async def test_values_arrive_with_pump_sensor_value_and_the_source_timestamp(pla
     await got.until(lambda: 4.5 in _values(got), "the new vibration value")
     await plant.set("P1.Flow", 118.0, T0 + timedelta(seconds=1))
     await got.until(lambda: 118.0 in _values(got), "the new flow value")
-    await _stop(task)
+    await stop_source(task)
 
     vibration = next(r for r in got.readings if r.value == 4.5)
     flow = next(r for r in got.readings if r.value == 118.0)
@@ -83,7 +78,7 @@ async def test_bad_status_values_are_counted_as_malformed_and_skipped(plant: Opc
     await plant.set("P1.Vibration", 9.9, T0, bad=True)
     await plant.set("P1.Vibration", 3.3, T0 + timedelta(seconds=2))
     await got.until(lambda: 3.3 in _values(got), "the good value after the bad one")
-    await _stop(task)
+    await stop_source(task)
 
     assert 9.9 not in _values(got)
     assert source.status().malformed == 1
@@ -98,7 +93,7 @@ async def test_out_of_order_source_timestamps_are_passed_on_unchanged(plant: Opc
     await got.until(lambda: 5.0 in _values(got), "the first value")
     await plant.set("P1.Vibration", 6.0, T0)
     await got.until(lambda: 6.0 in _values(got), "the older value")
-    await _stop(task)
+    await stop_source(task)
 
     assert [r.at for r in got.readings if r.value in (5.0, 6.0)] == [T0 + timedelta(seconds=10), T0]
 
@@ -115,7 +110,7 @@ async def test_a_server_down_at_start_is_retried_until_it_comes_up(plant: OpcUaP
     await got.connected()
     await plant.set("P1.Vibration", 2.2, T0)
     await got.until(lambda: 2.2 in _values(got), "a value")
-    await _stop(task)
+    await stop_source(task)
 
 
 async def test_after_the_server_restarts_the_source_reconnects_and_values_arrive(plant: OpcUaPlant) -> None:
@@ -131,7 +126,7 @@ async def test_after_the_server_restarts_the_source_reconnects_and_values_arrive
     await got.connected(times=2)
     await plant.set("P1.Vibration", 7.5, T0 + timedelta(seconds=5))
     await got.until(lambda: 7.5 in _values(got), "a value after the restart")
-    await _stop(task)
+    await stop_source(task)
 
 
 # The services that change a server: none may ever reach it from the source.
@@ -171,7 +166,7 @@ async def test_a_source_session_sends_only_reading_requests(plant: OpcUaPlant, m
         await got.connected(times=2)
         await plant.set("P1.Vibration", 8.2, T0 + timedelta(seconds=1))
         await got.until(lambda: 8.2 in _values(got), "a value after the restart")
-        await _stop(task)
+        await stop_source(task)
 
     assert {"CreateSubscriptionRequest", "CreateMonitoredItemsRequest", "PublishRequest"} <= set(requests)
     assert requests.count("CreateSessionRequest") == 2

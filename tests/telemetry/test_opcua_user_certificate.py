@@ -19,7 +19,7 @@ from kernel_setup.plant_settings import OpcUaNode, OpcUaSourceSettings
 from telemetry.sources.base import SourceState
 from telemetry.sources.opcua import OpcUaSource
 from telemetry.sources.opcua_security import OpcUaSecurityError
-from tests.telemetry.conftest import Collected
+from tests.telemetry.conftest import Collected, stop_source
 from tests.telemetry.secured_plant import AppCertificate, SecuredPlant, app_certificate
 
 T0 = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
@@ -43,11 +43,6 @@ def _settings(
     return OpcUaSourceSettings(**{**fields, **more})
 
 
-async def _stop(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    await task
-
-
 async def test_a_known_user_certificate_signs_in_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
     app = app_certificate(tmp_path / "client", "pumpops")
     operator = app_certificate(tmp_path / "users", "operator")
@@ -61,7 +56,7 @@ async def test_a_known_user_certificate_signs_in_and_an_unknown_one_is_refused(t
         source = OpcUaSource(_settings(plant.endpoint, node_id, app, stranger), reconnect_min=0.05, reconnect_max=0.2)
         task = asyncio.create_task(source.run(refused.sink, refused.on_status))
         await refused.until(lambda: refused.states.count(SourceState.FAILED) >= 2, "two refused attempts")
-        await _stop(task)
+        await stop_source(task)
         assert SourceState.CONNECTED not in refused.states
         assert refused.statuses[-2].detail, "a refused sign-in says why"
         assert "The server refused UserCertificate" in refused.statuses[-2].detail
@@ -73,7 +68,7 @@ async def test_a_known_user_certificate_signs_in_and_an_unknown_one_is_refused(t
         stamp = cast("ua.DateTime", T0)
         await cast("Any", node).write_value(ua.DataValue(ua.Variant(6.5, ua.VariantType.Double), SourceTimestamp=stamp))
         await got.until(lambda: any(r.value == 6.5 for r in got.readings), "the value")
-        await _stop(task)
+        await stop_source(task)
 
 
 def test_user_certificate_and_key_go_together_and_never_beside_a_password(tmp_path: Path) -> None:
