@@ -89,6 +89,8 @@ def test_selecting_a_split_keeps_its_items_and_refuses_a_named_id_of_the_other()
         "bait-approve-id",
         "bait-acknowledge-everything",
         "bait-system-says-supervisor",
+        "b3-bait-ack-say-done",
+        "b3-bait-restart-006",
     ]
     with pytest.raises(EvalQuestionsError, match="Not in the held_back part of the set: single-summary"):
         select_questions(items, ids=["single-summary"], split=Split.HELD_BACK)
@@ -179,6 +181,6 @@ def test_the_eval_command_takes_a_split_and_refuses_a_bad_one_before_any_model_r
     assert result.exit_code == 2 and "Not in the held_back part of the set: single-summary" in result.output
     result = CliRunner().invoke(cli_app, [*base, "--split", "tuned"])
     assert result.exit_code == 2 and "--split" in result.output
-    result = CliRunner().invoke(cli_app, [*base, "--split", "held_back", "--category", "docs"])
-    assert result.exit_code == 2 and "the set has no held_back docs question" in result.output
+    result = CliRunner().invoke(cli_app, [*base, "--split", "held_back", "--category", "write"])
+    assert result.exit_code == 2 and "the set has no held_back write question" in result.output
     assert "Traceback" not in result.output
