@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping
 from functools import reduce
 from typing import Any, Protocol
 
@@ -59,22 +59,12 @@ class ModelCalls:
         self._tracing = tracing
 
     async def held(
-        self,
-        chat: ChatHistory,
-        *,
-        with_tools: bool,
-        turn: TurnBookkeeping,
-        schema: Mapping[str, Any] | None = None,
-        excluded: Sequence[str] = (),
+        self, chat: ChatHistory, *, with_tools: bool, turn: TurnBookkeeping, schema: Mapping[str, Any] | None = None
     ) -> tuple[ChatMessageContent, list[TextDelta]]:
-        """One model call's message and its text, held back: shown only once the answer has passed its checks.
-
-        ``excluded``: tools (full names) the model may not call this time (SK's function choice filter; each
-        connector narrows its model's choice by it).
-        """
+        """One model call's message and its text, held back: shown only once the answer has passed its checks."""
         message: ChatMessageContent | None = None
         held: list[TextDelta] = []
-        async for item in self.stream(chat, with_tools=with_tools, turn=turn, schema=schema, excluded=excluded):
+        async for item in self.stream(chat, with_tools=with_tools, turn=turn, schema=schema):
             if isinstance(item, TextDelta):
                 held.append(item)
             else:
@@ -83,13 +73,7 @@ class ModelCalls:
         return message, held
 
     async def stream(
-        self,
-        chat: ChatHistory,
-        *,
-        with_tools: bool,
-        turn: TurnBookkeeping,
-        schema: Mapping[str, Any] | None = None,
-        excluded: Sequence[str] = (),
+        self, chat: ChatHistory, *, with_tools: bool, turn: TurnBookkeeping, schema: Mapping[str, Any] | None = None
     ) -> AsyncIterator[TextDelta | ChatMessageContent]:
         """One model call, traced as ``chat {model}``: its text as it streams, then its whole message.
 
@@ -99,27 +83,18 @@ class ModelCalls:
         """
         before = (turn.usage.prompt_tokens, turn.usage.completion_tokens)
         with self._tracing.span(*chat_span(self._service), current=False) as span:
-            async for item in self._streamed(chat, with_tools=with_tools, turn=turn, schema=schema, excluded=excluded):
+            async for item in self._streamed(chat, with_tools=with_tools, turn=turn, schema=schema):
                 if span is not None and isinstance(item, ChatMessageContent):
                     finish_chat(span, self._service, item, before, turn.usage)
                 yield item
 
     async def _streamed(
-        self,
-        chat: ChatHistory,
-        *,
-        with_tools: bool,
-        turn: TurnBookkeeping,
-        schema: Mapping[str, Any] | None,
-        excluded: Sequence[str],
+        self, chat: ChatHistory, *, with_tools: bool, turn: TurnBookkeeping, schema: Mapping[str, Any] | None = None
     ) -> AsyncIterator[TextDelta | ChatMessageContent]:
         settings = self._execution_settings.model_copy(deep=True)
         if schema is not None:
             settings = with_response_format(settings, schema)
-        filters = {"excluded_functions": list(excluded)} if excluded else None
-        settings.function_choice_behavior = (
-            FunctionChoiceBehavior.Auto(auto_invoke=False, filters=filters) if with_tools else None  # type: ignore[arg-type]
-        )
+        settings.function_choice_behavior = FunctionChoiceBehavior.Auto(auto_invoke=False) if with_tools else None
         chunks: list[StreamingChatMessageContent] = []
         sent_estimate = estimate_tokens("".join(str(m.content or "") + items_text(m) for m in chat.messages))
         try:
