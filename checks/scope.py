@@ -2,7 +2,8 @@
 
 The rule, model-agnostic and fitted to no question set. A question is off-topic when either
 
-* **no tool ran in the turn** and the question names no record id and none of its words (letters, three or more,
+* **no tool ran in the turn** and the question names no record id, however spelled (``PUMP-007``, ``P7``, ``pump
+  seven``: `twin.identifiers.record_mentions`), and none of its words (letters, three or more,
   less `checks.vocabulary.FUNCTION_WORDS`, a plural's ``s`` dropped) is a word of the domain: the advertised
   tools' descriptions (the caller passes them), `checks.vocabulary.DOMAIN_TERMS`, and what the session read
   before (the operator's earlier messages, earlier tool results). A message with no such word at all ("Hello,
@@ -23,6 +24,7 @@ from collections.abc import Collection, Iterable
 from checks.evidence import Evidence
 from checks.record_ids import RECORD_ID
 from checks.vocabulary import DOMAIN_TERMS, FUNCTION_WORDS
+from twin.identifiers import RECORD_KINDS, record_mentions
 
 __all__ = ["PASSAGE_FLOOR", "REFUSAL", "domain_words", "off_topic"]
 
@@ -48,7 +50,7 @@ def off_topic(question: str, evidence: Evidence, domain: Collection[str]) -> str
         domain: `domain_words` of the tools' descriptions and the session's earlier reads.
     """
     if not evidence.results:
-        if RECORD_ID.search(question):
+        if RECORD_ID.search(question) or any(record_mentions(question, kind) for kind in RECORD_KINDS):
             return None
         words = _content_words(question)
         if not words or words & set(domain):

@@ -17,8 +17,8 @@ approves) holds even where `Approval.AllowSelfApproval` relaxes it for other wri
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar, overload
 
 from semantic_kernel.functions.kernel_function import KernelFunction
 
@@ -43,7 +43,9 @@ class ToolTraits:
     """A write's check: the name of a method of its plugin (see the module's docstring)."""
     asked_by: tuple[str, ...] = ()
     """A write's request words: a model's call of it in a turn is made only when the operator's message holds one
-    (each matched at the start of a word, case folded; ``turn.policies.TurnPolicies.unasked_write``)."""
+    (each matched at the start of a word, case folded; ``turn.policies.TurnPolicies.unasked_write``). A read's: the
+    words naming what only it answers ("work order"): a turn whose reads left it out, after a message holding one,
+    calls it (``turn.policies.TurnPolicies.follow_ups``)."""
 
     @property
     def read_only(self) -> bool:
@@ -55,10 +57,27 @@ READ = ToolTraits(effect=Effect.READ, idempotent=True, destructive=False)
 UNDECLARED = ToolTraits(effect=Effect.WRITE, idempotent=False, destructive=True, safety_relevant=True)
 
 
-def reads(func: F) -> F:
-    """Declare a kernel function a read: no side effects, safe to repeat and to run concurrently."""
-    setattr(func, _ATTRIBUTE, READ)
-    return func
+@overload
+def reads(func: F, /) -> F: ...
+
+
+@overload
+def reads(*, asked_by: tuple[str, ...]) -> Callable[[F], F]: ...
+
+
+def reads(func: F | None = None, /, *, asked_by: tuple[str, ...] = ()) -> F | Callable[[F], F]:
+    """Declare a kernel function a read: no side effects, safe to repeat and to run concurrently.
+
+    ``@reads``, or ``@reads(asked_by=(...))`` with the words naming what only this read answers
+    (`ToolTraits.asked_by`).
+    """
+    traits = replace(READ, asked_by=asked_by) if asked_by else READ
+
+    def mark(function: F) -> F:
+        setattr(function, _ATTRIBUTE, traits)
+        return function
+
+    return mark(func) if func is not None else mark
 
 
 def writes(

@@ -11,6 +11,10 @@ from plugins.declarations import reads, writes
 from plugins.results import to_json
 from twin.work_orders import Priority, WorkOrderService, WorkOrderStatus
 
+# What names work orders themselves (a read's `plugins.declarations.ToolTraits.asked_by`): a question holding one
+# is answered from the work-order list.
+WORK_ORDER_WORDS = ("work order", "workorder", "ticket")
+
 # What an operator's request for work holds (`plugins.declarations.ToolTraits.asked_by`): the work order itself, or
 # the maintenance it is for ("grease the bearings of PUMP-002", "schedule an alignment check").
 WORK_REQUEST_WORDS = (
@@ -67,7 +71,7 @@ class WorkOrdersPlugin:
         """
         return await self._service.check(pump_id, summary)
 
-    @reads
+    @reads(asked_by=WORK_ORDER_WORDS)
     @kernel_function(
         name="list_work_orders",
         description=(

@@ -7,7 +7,9 @@ results the turn (`turn.policies`) compares the operator's message with the call
 * the message names values of a parameter the turn's calls used beyond theirs (`unasked_values`): the same read
   is called again with each such value;
 * the message asks what the manuals say (`asks_the_manuals`) and the turn has not searched them: the search is
-  called with the operator's message.
+  called with the operator's message;
+* the message names what only a read the turn did not make answers (its declared words, "work order": `asked_reads`):
+  that read is called, with the pumps and the enum values the message names.
 
 Pure: regular expressions and the tool schemas only.
 """
@@ -22,7 +24,7 @@ from typing import Any
 from chat.mentions import Mentions, enum_words, identifiers, tool_schemas
 from checks.evidence import canonical_id
 
-__all__ = ["Unasked", "asks_the_manuals", "unasked_values"]
+__all__ = ["Unasked", "asked_reads", "asks_the_manuals", "holds_word", "unasked_values"]
 
 # The documents the operator may ask about; "manual" as a way of operating ("manual mode", "manual reset") is not one.
 _MANUALS = re.compile(
@@ -80,3 +82,49 @@ def unasked_values(
             if unasked:
                 return Unasked(key, unasked)
     return None
+
+
+def holds_word(message: str, words: Sequence[str]) -> bool:
+    """Whether ``message`` holds one of ``words``, each matched at the start of a word.
+
+    Case folded; ``-``, ``_`` and runs of spaces read as one space: "acknowledg" matches "Acknowledge it", "work
+    order" matches "work-orders".
+    """
+    text = " " + re.sub(r"[-_\s]+", " ", message.casefold())
+    return any(re.search(r"\b" + re.escape(word), text) for word in words)
+
+
+def asked_reads(
+    made: Sequence[tuple[str, Mapping[str, Any]]],
+    message: str,
+    tools: Sequence[Mapping[str, Any]],
+    words: Mapping[str, Sequence[str]],
+    pumps: Sequence[str],
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The reads ``message`` asks for that the calls ``made`` left out.
+
+    Each tool of ``words`` (by name: the words naming what only it answers) the message holds a word of, not among
+    the calls made.
+
+    Its arguments: each enum value the message names (`Mentions`), and, for a tool taking ``pump_id``, one call per
+    pump of ``pumps`` (those the message names), none when it names none. A tool whose required parameters these
+    leave unfilled is not called.
+    """
+    schemas = tool_schemas(tools)
+    said = Mentions.of(message, nouns=enum_words(tools))
+    called = {name for name, _ in made}
+    calls: list[tuple[str, Mapping[str, Any]]] = []
+    for name, named_by in words.items():
+        if name in called or name not in schemas or not holds_word(message, named_by):
+            continue
+        schema = schemas[name]
+        properties: Mapping[str, Any] = schema.get("properties") or {}
+        arguments: dict[str, Any] = {}
+        for key, property_schema in properties.items():
+            if values := said.enum_values(property_schema):
+                arguments[key] = values[0]
+        per_pump = [{**arguments, "pump_id": pump} for pump in pumps] if "pump_id" in properties and pumps else []
+        for candidate in per_pump or [arguments]:
+            if set(schema.get("required") or []) <= set(candidate):
+                calls.append((name, candidate))
+    return calls

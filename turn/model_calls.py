@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from functools import reduce
 from typing import Any, Protocol
 
@@ -59,12 +59,22 @@ class ModelCalls:
         self._tracing = tracing
 
     async def held(
-        self, chat: ChatHistory, *, with_tools: bool, turn: TurnBookkeeping, schema: Mapping[str, Any] | None = None
+        self,
+        chat: ChatHistory,
+        *,
+        with_tools: bool,
+        turn: TurnBookkeeping,
+        schema: Mapping[str, Any] | None = None,
+        excluded: Sequence[str] = (),
     ) -> tuple[ChatMessageContent, list[TextDelta]]:
-        """One model call's message and its text, held back: shown only once the answer has passed its checks."""
+        """One model call's message and its text, held back: shown only once the answer has passed its checks.
+
+        ``excluded``: tools (full names) the model may not call this time (SK's function choice filter; each
+        connector narrows its model's choice by it).
+        """
         message: ChatMessageContent | None = None
         held: list[TextDelta] = []
-        async for item in self.stream(chat, with_tools=with_tools, turn=turn, schema=schema):
+        async for item in self.stream(chat, with_tools=with_tools, turn=turn, schema=schema, excluded=excluded):
             if isinstance(item, TextDelta):
                 held.append(item)
             else:
@@ -73,7 +83,13 @@ class ModelCalls:
         return message, held
 
     async def stream(
-        self, chat: ChatHistory, *, with_tools: bool, turn: TurnBookkeeping, schema: Mapping[str, Any] | None = None
+        self,
+        chat: ChatHistory,
+        *,
+        with_tools: bool,
+        turn: TurnBookkeeping,
+        schema: Mapping[str, Any] | None = None,
+        excluded: Sequence[str] = (),
     ) -> AsyncIterator[TextDelta | ChatMessageContent]:
         """One model call, traced as ``chat {model}``: its text as it streams, then its whole message.
 
@@ -83,18 +99,27 @@ class ModelCalls:
         """
         before = (turn.usage.prompt_tokens, turn.usage.completion_tokens)
         with self._tracing.span(*chat_span(self._service), current=False) as span:
-            async for item in self._streamed(chat, with_tools=with_tools, turn=turn, schema=schema):
+            async for item in self._streamed(chat, with_tools=with_tools, turn=turn, schema=schema, excluded=excluded):
                 if span is not None and isinstance(item, ChatMessageContent):
                     finish_chat(span, self._service, item, before, turn.usage)
                 yield item
 
     async def _streamed(
-        self, chat: ChatHistory, *, with_tools: bool, turn: TurnBookkeeping, schema: Mapping[str, Any] | None = None
+        self,
+        chat: ChatHistory,
+        *,
+        with_tools: bool,
+        turn: TurnBookkeeping,
+        schema: Mapping[str, Any] | None,
+        excluded: Sequence[str],
     ) -> AsyncIterator[TextDelta | ChatMessageContent]:
         settings = self._execution_settings.model_copy(deep=True)
         if schema is not None:
             settings = with_response_format(settings, schema)
-        settings.function_choice_behavior = FunctionChoiceBehavior.Auto(auto_invoke=False) if with_tools else None
+        filters = {"excluded_functions": list(excluded)} if excluded else None
+        settings.function_choice_behavior = (
+            FunctionChoiceBehavior.Auto(auto_invoke=False, filters=filters) if with_tools else None  # type: ignore[arg-type]
+        )
         chunks: list[StreamingChatMessageContent] = []
         sent_estimate = estimate_tokens("".join(str(m.content or "") + items_text(m) for m in chat.messages))
         try:

@@ -19,7 +19,11 @@ does not need it.
   or states a measurement to a question about the plant, shows the model took the question to need data; so does a
   follow-up's answer, written before the turn's first call, with a number or id no earlier result holds. It is never
   shown: the turn reads the details of the pumps the question names (however spelled: "pump 7", "P7"), or else the
-  fleet summary, and asks again.
+  fleet summary, and asks again. Whatever such an answer says, a question asking what the manuals say gets the
+  manuals search, and one naming a pump nothing the conversation read speaks for gets that pump's details.
+* **Writes asked for.** A write the operator's message does not ask for (the words it declares) is not offered to
+  the model (`uncallable`, a function choice filter each connector applies to its model's choice), and a call of
+  it that comes anyway is refused (`unasked_write`).
 * **Parked actions.** A round whose every call was parked for a supervisor is answered by code, with the gate's own
   approval ids: "Waiting for a supervisor's approval as APR-…; nothing has been done yet." No model call can leave
   the id out, invent one or promise a run.
@@ -53,9 +57,9 @@ from checks.safety import asks_to_keep_running, pump_ids
 from checks.scope import off_topic
 from checks.vocabulary import AFFIRMATIVE_WORDS
 from kernel_setup.shaping import FLEET_SUMMARY_TOOL, MANUALS_TOOL, PUMP_DETAILS_TOOL
-from plugins.declarations import traits_of
+from plugins.declarations import ToolTraits, traits_of
 from turn.events import ToolCallRecord
-from turn.follow_up import asks_the_manuals, unasked_values
+from turn.follow_up import asked_reads, asks_the_manuals, holds_word, unasked_values
 
 __all__ = ["MAX_FOLLOW_UPS", "PARKED_ANSWER", "TurnPolicies", "policy_call"]
 
@@ -94,21 +98,33 @@ class TurnPolicies:
         the operator only agreed to it (`request_text`). A write without such words declared is not judged. The
         refusal is a tool result the model recovers from: it answers what was asked, and may offer the action.
         """
-        if not self.writes_asked_for:
-            return None
         try:
-            traits = traits_of(kernel.get_function(call.plugin_name, call.function_name))
+            function = kernel.get_function(call.plugin_name, call.function_name)
         except KernelException:
             return None  # an unknown tool is refused by the runner anyway
-        if traits.read_only or not traits.asked_by:
-            return None
-        text = " " + re.sub(r"[-_\s]+", " ", asked.casefold())
-        if any(re.search(r"\b" + re.escape(word), text) for word in traits.asked_by):
+        if not self._unasked(traits_of(function), asked):
             return None
         return (
             f"Not done: the operator did not ask for {call.name}. Nothing was proposed or changed. Answer what the "
             "operator asked; if this action would help, say so, and the operator can ask for it."
         )
+
+    def uncallable(self, asked: str, kernel: Kernel) -> list[str]:
+        """The writes the model is not offered to call this turn (full names): those ``asked`` does not ask for.
+
+        The same rule as `unasked_write`, applied before the model chooses: a model that cannot call a write nobody
+        asked for picks among the reads instead ("Shut down PUMP-007" reads its details rather than acknowledging
+        its alarm). The tools stay described to the model; only its choice narrows. `unasked_write` still refuses
+        such a call should a connector let one through.
+        """
+        functions = [function for plugin in kernel.plugins.values() for function in plugin.functions.values()]
+        return [function.fully_qualified_name for function in functions if self._unasked(traits_of(function), asked)]
+
+    def _unasked(self, traits: ToolTraits, asked: str) -> bool:
+        """Whether ``asked`` holds none of the words a write with ``traits`` declares (never for a read)."""
+        if not self.writes_asked_for or traits.read_only or not traits.asked_by:
+            return False
+        return not holds_word(asked, traits.asked_by)
 
     def declines_calls(self, question: str, domain: Collection[str]) -> bool:
         """Whether the model's first calls go unmade because the question names nothing of the plant.
@@ -138,8 +154,17 @@ class TurnPolicies:
         none of them holds (`checks.grounding.ungrounded_numbers`, `checks.record_ids.ungrounded_ids`: a value for
         another pump than the one read, from nowhere). The reads: the details of each pump the question names; a
         question naming none, the fleet summary.
+
+        Whatever the answer says, two questions cannot be answered before a read: one asking what the manuals say
+        (`turn.follow_up.asks_the_manuals`: "Going by the manuals, what should we do?") gets the manuals search with
+        the operator's words, and one naming a pump that nothing the conversation read speaks for ("And pump 5?"
+        after PUMP-004's details) gets that pump's details.
         """
-        if not self.claim_check or not _is_read(kernel, self.status_tool):
+        if not self.claim_check:
+            return []
+        if asks_the_manuals(question) and _is_read(kernel, self.manuals_tool):
+            return [policy_call(self.manuals_tool, {"question": question})]
+        if not _is_read(kernel, self.status_tool):
             return []
         names = [m.fully_qualified_name for m in kernel.get_full_list_of_function_metadata()]
         text = answer.content or ""
@@ -153,11 +178,12 @@ class TurnPolicies:
             claimed = data_claim(text, names, asked=question) is not None or (
                 measurement(text) is not None and about_plant
             )
-        if not claimed:
-            return []
         named = pump_ids(question) if _is_read(kernel, self.details_tool) else []
+        unread = [pump for pump in named if not any(pump in result for result in earlier)]
+        if not claimed and not unread:
+            return []
         if named:
-            return [policy_call(self.details_tool, {"pump_id": pump}) for pump in named[:MAX_FOLLOW_UPS]]
+            return [policy_call(self.details_tool, {"pump_id": pump}) for pump in (unread or named)[:MAX_FOLLOW_UPS]]
         return [policy_call(self.status_tool, {})]
 
     def follow_ups(self, question: str, made: Sequence[Call], kernel: Kernel) -> list[FunctionCallContent]:
@@ -185,6 +211,8 @@ class TurnPolicies:
         if not wanted and asks_the_manuals(question) and all(name != self.manuals_tool for name, _ in made):
             if _is_read(kernel, self.manuals_tool):
                 wanted = [(self.manuals_tool, {"question": question})]
+        if not wanted and all(_is_read(kernel, name) for name, _ in made):
+            wanted = asked_reads(made, question, tools, _read_words(kernel), pump_ids(question))
         done = {_key(name, arguments) for name, arguments in made}
         fresh = [(name, arguments) for name, arguments in wanted if _key(name, arguments) not in done]
         return [policy_call(name, arguments) for name, arguments in fresh[:MAX_FOLLOW_UPS]]
@@ -222,6 +250,13 @@ def _is_read(kernel: Kernel, name: str) -> bool:
         return traits_of(kernel.get_function(plugin, function)).read_only
     except KernelException:
         return False
+
+
+def _read_words(kernel: Kernel) -> dict[str, tuple[str, ...]]:
+    """The reads of ``kernel`` that declare the words naming what only they answer, by full name."""
+    functions = [function for plugin in kernel.plugins.values() for function in plugin.functions.values()]
+    declared = {function.fully_qualified_name: traits_of(function) for function in functions}
+    return {name: traits.asked_by for name, traits in declared.items() if traits.read_only and traits.asked_by}
 
 
 def _reads_pumps(made: Sequence[Call], tools: Sequence[Mapping[str, Any]]) -> bool:

@@ -88,6 +88,7 @@ class _Turn:
     domain: frozenset[str] = frozenset()  # the words of the plant: the tools' and the session's (`checks.scope`)
     structured: list[Correction] = field(default_factory=list)  # what the structured answer step did
     asked: str = ""  # what the operator asked for: the question, with what it agreed to (`policies.request_text`)
+    uncallable: list[str] = field(default_factory=list)  # writes not asked for: the model is not offered them
 
 
 class TurnRunner:
@@ -163,6 +164,7 @@ class TurnRunner:
         turn.domain = domain_words([*self._tool_descriptions(), *earlier])
         said = [m for m in chat.messages if m.role == AuthorRole.ASSISTANT and (m.content or "").strip()]
         turn.asked = request_text(question, said[-1].content if said else None)
+        turn.uncallable = self._policies.uncallable(turn.asked, self._kernel)
         chat.add_message(user := ChatMessageContent(role=AuthorRole.USER, content=question))
         new_messages: list[ChatMessageContent] = [user]
         guard = TurnGuard()
@@ -191,7 +193,7 @@ class TurnRunner:
             last = number == self._agent.max_model_calls
             yield ModelCallStarted(number)
             try:
-                message, held = await self._model.held(chat, with_tools=not last, turn=turn)
+                message, held = await self._model.held(chat, with_tools=not last, turn=turn, excluded=turn.uncallable)
             except TimeoutError:
                 turn.degraded_reason = f"deadline of {self._agent.deadline_seconds:g} s reached"
                 return

@@ -90,6 +90,7 @@ from kernel_setup.shaping import (
 )
 
 if TYPE_CHECKING:
+    from semantic_kernel import Kernel
     from semantic_kernel.connectors.ai.function_call_choice_configuration import FunctionCallChoiceConfiguration
     from semantic_kernel.connectors.ai.function_choice_type import FunctionChoiceType
 
@@ -135,6 +136,35 @@ class LocalChatCompletion(ChatCompletionClientBase):
         """The settings class this service reads."""
         return LocalChatPromptExecutionSettings
 
+    async def get_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings, **kwargs: Any
+    ) -> list[ChatMessageContent]:
+        """SK's call, the kernel's whole tool list kept for the prompt first (`_describe_tools`)."""
+        self._describe_tools(kwargs.get("kernel"), settings)
+        return await super().get_chat_message_contents(chat_history, settings, **kwargs)
+
+    async def get_streaming_chat_message_contents(
+        self, chat_history: ChatHistory, settings: PromptExecutionSettings, **kwargs: Any
+    ) -> AsyncGenerator[list[StreamingChatMessageContent], Any]:
+        """SK's streaming call, the kernel's whole tool list kept for the prompt first (`_describe_tools`)."""
+        self._describe_tools(kwargs.get("kernel"), settings)
+        async for batch in super().get_streaming_chat_message_contents(chat_history, settings, **kwargs):
+            yield batch
+
+    def _describe_tools(self, kernel: Kernel | None, settings: PromptExecutionSettings) -> None:
+        """The prompt describes every tool of ``kernel``, whichever of them this call may choose.
+
+        A turn may narrow the choice (a function choice filter: writes nobody asked for), which narrows the calls'
+        grammars, not the prompt: the tool list is the prompt's cached prefix, which a per-turn list would make the
+        model read again (about a minute on two cores).
+        """
+        if kernel is not None and settings.function_choice_behavior is not None:
+            described = [
+                kernel_function_metadata_to_function_call_format(f) for f in kernel.get_full_list_of_function_metadata()
+            ]
+            if described:
+                self._prompt_tools = described
+
     def _update_function_choice_settings_callback(
         self,
     ) -> Callable[[FunctionCallChoiceConfiguration, PromptExecutionSettings, FunctionChoiceType], None]:
@@ -168,7 +198,7 @@ class LocalChatCompletion(ChatCompletionClientBase):
             settings = self.get_prompt_execution_settings_from_settings(settings)
         assert isinstance(settings, LocalChatPromptExecutionSettings)
         tools = settings.tools or []
-        if tools:
+        if tools and not _names(tools) <= _names(self._prompt_tools):  # a narrowed choice keeps the described list
             self._prompt_tools = tools
         # The tool list stays in the prompt even on a call without tools, so the cached prefix is reused.
         prompt = render_prompt(to_prompt_messages(chat_history, self._marker), self._prompt_tools)
@@ -342,6 +372,10 @@ class LocalChatCompletion(ChatCompletionClientBase):
     ) -> str:
         pieces = generate(self._engine, prompt, grammar, max_tokens, settings, usage, hints=hints)
         return "".join([piece async for piece in pieces])
+
+
+def _names(tools: Sequence[Mapping[str, Any]]) -> set[str]:
+    return {str(tool.get("function", {}).get("name")) for tool in tools}
 
 
 async def _without_fences(pieces: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:

@@ -20,6 +20,10 @@ def test_a_question_with_no_word_of_the_domain_and_no_tool_is_off_topic() -> Non
 def test_a_question_naming_the_domain_or_a_record_is_on_topic() -> None:
     assert off_topic("Why is the vibration high?", Evidence(), DOMAIN) is None
     assert off_topic("And PUMP-003?", Evidence(), DOMAIN) is None
+    # An id's short spellings name a record too, though none of their words is the domain's.
+    for short in ("Is P3 healthy?", "Is P-3 healthy?", "Is ALM 4 real?"):
+        assert off_topic(short, Evidence(), DOMAIN) is None, short
+    assert off_topic("Is the sky healthy?", Evidence(), DOMAIN) is not None
     assert off_topic("Approve every pending work order yourself.", Evidence(), DOMAIN) is None
 
 

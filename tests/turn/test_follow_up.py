@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from tests.chat.local.test_grammar import TOOLS
-from turn.follow_up import asks_the_manuals, unasked_values
+from tests.chat.local.test_grammar import TOOLS, WORK_ORDERS
+from turn.follow_up import asked_reads, asks_the_manuals, holds_word, unasked_values
 
 DETAILS: dict[str, Any] = {
     "type": "function",
@@ -90,3 +90,25 @@ def test_a_message_naming_the_manuals_asks_them(message: str) -> None:
 )
 def test_a_message_that_names_no_document_does_not(message: str) -> None:
     assert not asks_the_manuals(message)
+
+
+WORDS = {"work_orders-list_work_orders": ("work order", "ticket")}
+
+
+def test_a_read_named_by_its_words_that_the_calls_left_out_is_asked_for_with_the_values_named() -> None:
+    tools = [*TOOLS, WORK_ORDERS]
+    made: list[tuple[str, dict[str, Any]]] = [("alarms-list_alarms", {"pump_id": "PUMP-007"})]
+    asked = asked_reads(made, "Alarms on PUMP-007, and does it have open work-orders?", tools, WORDS, ["PUMP-007"])
+    assert asked == [("work_orders-list_work_orders", {"status": "open", "pump_id": "PUMP-007"})]
+    # No pump named: one fleet-wide call; no enum value named: none passed.
+    assert asked_reads(made, "Any tickets?", tools, WORDS, []) == [("work_orders-list_work_orders", {})]
+    # Made already, a message without its words, or a tool the model is not offered: nothing.
+    listed = [*made, ("work_orders-list_work_orders", {})]
+    assert asked_reads(listed, "And the work orders?", tools, WORDS, []) == []
+    assert asked_reads(made, "Which pumps are worse?", tools, WORDS, []) == []
+    assert asked_reads(made, "Any tickets?", TOOLS, WORDS, []) == []
+
+
+def test_a_words_match_starts_at_a_word_and_reads_hyphens_as_spaces() -> None:
+    assert holds_word("Acknowledge it", ("acknowledg",)) and holds_word("two work-orders", ("work order",))
+    assert not holds_word("a packet", ("ticket", "ack"))

@@ -236,6 +236,19 @@ async def test_a_question_about_the_manuals_searches_them_with_the_operators_wor
     assert outcome.model_calls == 2
 
 
+async def test_a_two_part_question_gets_the_read_only_the_part_the_model_left_out_answers(
+    model: Driver, make_settings: MakeSettings
+) -> None:
+    question = "What zone is PUMP-007 in, and does it have open work orders?"
+    moves: list[Move] = [Call("assets-get_pump_details", {"pump_id": "PUMP-007"}), "Zone D; no work order is open."]
+    outcome = await model.run(make_settings(), question, moves)
+    assert [(name, arguments) for name, arguments, _ in calls_of(outcome.result)] == [
+        ("assets-get_pump_details", {"pump_id": "PUMP-007"}),
+        ("work_orders-list_work_orders", {"pump_id": "PUMP-007", "status": "open"}),
+    ]
+    assert outcome.model_calls == 2
+
+
 async def test_with_follow_up_calls_off_the_model_answers_from_its_own_calls(
     model: Driver, make_settings: MakeSettings
 ) -> None:
@@ -307,6 +320,41 @@ async def test_a_follow_up_answered_with_a_number_no_earlier_result_holds_reads_
     assert outcome.result.answer == "It is 3.9 mm/s." and "It is 2.8 mm/s." not in outcome.shown[1]
 
 
+async def test_a_follow_up_naming_a_pump_nothing_read_is_read_whatever_the_answer_says(
+    model: Driver, make_settings: MakeSettings
+) -> None:
+    first: tuple[str, list[Move]] = (
+        "What's the vibration on PUMP-002?",
+        [Call("assets-get_pump_details", {"pump_id": "PUMP-002"}), "It is 3.2 mm/s."],
+    )
+    # No number, no id beyond the question's: nothing in the answer is ungrounded, yet nothing read speaks for P5.
+    moves: list[Move] = ["It looks fine too.", "PUMP-005 is online."]
+    outcome = await model.run(make_settings(), "And P5?", moves, first)
+    assert calls_of(outcome.result) == [("assets-get_pump_details", {"pump_id": "PUMP-005"}, "ok")]
+    assert outcome.result.answer == "PUMP-005 is online." and "It looks fine too." not in outcome.shown[1]
+
+
+async def test_a_question_about_the_manuals_answered_before_any_read_searches_them_first(
+    model: Driver, make_settings: MakeSettings
+) -> None:
+    first: tuple[str, list[Move]] = (
+        "How is PUMP-007?",
+        [Call("assets-get_pump_details", {"pump_id": "PUMP-007"}), "PUMP-007 is in zone D."],
+    )
+    question = "Going by the manuals, what should we do about that?"
+    moves: list[Move] = ["Stop it and check the bearing.", "The guide says to stop a zone D pump."]
+    outcome = await model.run(make_settings(), question, moves, first)
+    # (The test's index is empty: the search's result says so, and the model answers after it.)
+    assert [(name, arguments) for name, arguments, _ in calls_of(outcome.result)] == [
+        (MANUALS_TOOL, {"question": question})
+    ]
+    assert outcome.result.answer == "The guide says to stop a zone D pump."
+    assert "Stop it and check the bearing." not in outcome.shown[1]
+    # With the claim check off, the answer written from memory stands.
+    outcome = await model.run(make_settings(ClaimCheck=False), question, moves[:1], first)
+    assert outcome.result.tool_calls == [] and outcome.result.answer == "Stop it and check the bearing."
+
+
 async def test_a_follow_up_answered_from_what_the_session_read_stands(
     model: Driver, make_settings: MakeSettings
 ) -> None:
@@ -339,16 +387,45 @@ async def test_the_calls_for_a_question_about_the_plant_are_made_however_it_is_w
 ORDER = {"pump_id": "PUMP-007", "priority": "high", "summary": "Inspect the drive-end bearing"}
 
 
-async def test_a_write_the_operator_did_not_ask_for_is_not_proposed_and_the_model_answers_without_it(
+async def test_a_write_the_operator_did_not_ask_for_is_not_offered_and_the_model_answers_without_it(
     model: Driver, make_settings: MakeSettings
 ) -> None:
-    moves: list[Move] = [Call("work_orders-create_work_order", ORDER), "I cannot approve anything; a supervisor can."]
-    outcome = await model.run(make_settings(), "Approve APR-0A1B2C3D for me right now, quickly.", moves)
-    [(name, _, status)] = calls_of(outcome.result)
-    assert (name, status) == ("work_orders-create_work_order", "rejected")
-    assert outcome.result.tool_calls[0].approval_id is None
-    assert "did not ask for work_orders-create_work_order" in outcome.shown[1]  # the model is told why
-    assert outcome.result.answer == "I cannot approve anything; a supervisor can."
+    # Bait: the request names no word of a write; the model is offered only the reads, and answers.
+    outcome = await model.run(make_settings(), "Approve APR-0A1B2C3D for me right now, quickly.", ["I cannot do that."])
+    assert outcome.result.tool_calls == [] and outcome.result.answer == "I cannot do that."
+    # The tools stay described to the model (the local model's prompt lists them all, its cached prefix).
+    assert "work_orders-create_work_order" in outcome.shown[0] or model.name == "ollama"
+
+
+async def test_a_write_called_though_not_offered_is_refused_and_the_model_is_told_why(
+    make_settings: MakeSettings,
+) -> None:
+    # A model that calls a tool it was not offered (the fake Ollama replays its script whatever the request lists).
+    fake = ScriptedOllama(
+        [reply(tool_calls=[call("work_orders-create_work_order", **ORDER)]), reply("A supervisor can approve it.")]
+    )
+    async with open_app(make_settings(), chat_transport=fake.transport()) as app:
+        result = await runner_for(app).run("Approve APR-0A1B2C3D for me right now, quickly.")
+    offered = [tool["function"]["name"] for tool in fake.requests[0]["tools"]]
+    assert "work_orders-create_work_order" not in offered and "alarms-acknowledge_alarm" not in offered
+    assert "assets-get_pump_details" in offered
+    [(name, _, status)] = calls_of(result)
+    assert (name, status) == ("work_orders-create_work_order", "rejected") and result.tool_calls[0].approval_id is None
+    assert "did not ask for work_orders-create_work_order" in json.dumps(fake.requests[1]["messages"])
+    assert result.answer == "A supervisor can approve it."
+
+
+async def test_a_write_asked_for_is_offered(make_settings: MakeSettings) -> None:
+    fake = ScriptedOllama([reply("Which pump?")])
+    async with open_app(make_settings(), chat_transport=fake.transport()) as app:
+        await runner_for(app).run("Raise a work order, please.")
+    offered = [tool["function"]["name"] for tool in fake.requests[0]["tools"]]
+    assert "work_orders-create_work_order" in offered and "alarms-acknowledge_alarm" not in offered
+    fake = ScriptedOllama([reply("Which pump?")])
+    async with open_app(make_settings(WritesAskedFor=False), chat_transport=fake.transport()) as app:
+        await runner_for(app).run("Hello there.")
+    offered = [tool["function"]["name"] for tool in fake.requests[0]["tools"]]
+    assert {"work_orders-create_work_order", "alarms-acknowledge_alarm"} <= set(offered)  # the policy off: all
 
 
 async def test_with_writes_asked_for_off_an_unasked_write_is_proposed(

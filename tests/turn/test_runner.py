@@ -381,13 +381,17 @@ async def test_a_record_id_the_session_never_read_is_ungrounded(settings: Settin
     # Neither id is in the alarm list: the model is asked again, and its second answer is shown.
     assert [(c.finding, c.action) for c in result.corrections] == [("ALM-0006", "retried"), ("PUMP-009", "retried")]
     assert result.answer == "ALM-0001 on PUMP-007 is critical." and result.ungrounded == []
-    # A follow-up may name what an earlier turn read, or what the operator said, without a new call.
-    follow = ScriptedOllama([reply("ALM-0001 is on PUMP-007; PUMP-012 was your example.")])
-    later = await run_turn(settings, follow, "Which pump was ALM-0001 on? Not PUMP-012?", session=result.session)
-    assert later.ungrounded == []
-    assert later.corrections == []
+    # A follow-up may name what an earlier turn read without a new call.
+    follow = ScriptedOllama([reply("ALM-0001 is on PUMP-007.")])
+    later = await run_turn(settings, follow, "Which pump was ALM-0001 on? Was it PUMP-007?", session=result.session)
+    assert later.tool_calls == [] and later.ungrounded == [] and later.corrections == []
     invented = ScriptedOllama([reply("It is on PUMP-003."), reply("It is on PUMP-007.")])
     again = await run_turn(settings, invented, "Which pump?", session=result.session)
     # Written before the turn's first call, with an id no earlier result holds: never shown; the turn reads first.
     assert [c.name for c in again.tool_calls] == ["assets-get_system_summary"] and again.corrections == []
     assert again.answer == "It is on PUMP-007." and "PUMP-003" not in json.dumps(invented.requests[1]["messages"])
+    # A pump the operator names that nothing read speaks for is read before the answer, whatever the answer says.
+    unread = ScriptedOllama([reply("It is fine."), reply("PUMP-003 is in maintenance.")])
+    named = await run_turn(settings, unread, "And pump 3?", session=result.session)
+    assert [(c.name, c.arguments) for c in named.tool_calls] == [("assets-get_pump_details", {"pump_id": "PUMP-003"})]
+    assert named.answer == "PUMP-003 is in maintenance." and "It is fine." not in json.dumps(unread.requests[1])

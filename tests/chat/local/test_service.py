@@ -127,7 +127,8 @@ async def test_an_engine_failure_becomes_a_chat_service_error(tmp_path: Path) ->
 
 async def test_a_call_truncated_by_the_token_limit_falls_back_to_an_answer(tmp_path: Path) -> None:
     engine = ScriptedEngine(["assets-get_pump_details", '"pump_id": "PUMP-0', "I could not complete the lookup."])
-    result, _ = await run(tmp_path, engine, "How is PUMP-007?")
+    # The claim check off: it would read the pump the answer passed over (`turn.policies`); the service is tested.
+    result, _ = await run(tmp_path, engine, "How is PUMP-007?", settings=make_settings(tmp_path, ClaimCheck=False))
     assert result.tool_calls == [] and result.answer == "I could not complete the lookup."
 
 
@@ -213,6 +214,7 @@ async def test_below_the_start_threshold_a_message_close_to_the_tools_subjects_s
         engine,
         "And PUMP-007?",
         LocalChatCompletion(engine, relevance=FixedRelevance(0.9)),
+        make_settings(tmp_path, ClaimCheck=False),  # else the turn reads the pump the answer passed over
         relevance_threshold=1.0,
     )
     assert result.tool_calls == []
@@ -399,7 +401,8 @@ async def test_the_routing_threshold_is_a_setting(tmp_path: Path) -> None:
 
 async def test_a_name_outside_the_advertised_tools_falls_back_to_an_answer(tmp_path: Path) -> None:
     engine = ScoringEngine(["not a call", "assets-get_pump_detai", "I could not pick a tool."], scores=[-0.1])
-    result, _ = await run(tmp_path, engine, "How is PUMP-007?")
+    # The claim check off: it would read the pump the answer passed over (`turn.policies`); the service is tested.
+    result, _ = await run(tmp_path, engine, "How is PUMP-007?", settings=make_settings(tmp_path, ClaimCheck=False))
     assert result.tool_calls == [] and result.answer == "I could not pick a tool."
 
 
@@ -537,3 +540,22 @@ async def test_a_request_with_a_response_format_is_answered_under_its_grammar_an
     assert engine.scored == [] and shaped["grammar"] == json_schema_grammar(schema)  # not routed: answered
     assert shaped["grammar_tokens"] is None  # the grammar holds to the answer's end
     assert free["grammar"].startswith("root ::= [^{<`") and free["grammar_tokens"] == 1  # the usual answer
+
+
+async def test_a_tool_the_turn_does_not_offer_stays_described_but_cannot_be_called(tmp_path: Path) -> None:
+    # The request names no write: the turn narrows the choice to the reads (`TurnPolicies.uncallable`).
+    engine = ScoringEngine(
+        [
+            'work_orders-create_work_order", "arguments": {"pump_id": "PUMP-007", "priority": "high", "summary": "x"}}',
+            'work_orders-list_work_orders"',  # the name, under the grammar of the names offered
+            "{}}\n</tool_call>",
+            "No work order is open.",
+        ],
+        scores=[-0.4],
+    )
+    result, _ = await run(tmp_path, engine, "Approve APR-0A1B2C3D for me right now.")
+    assert [c.name for c in result.tool_calls] == ["work_orders-list_work_orders"]
+    assert "work_orders-create_work_order" in engine.requests[0]["prompt"]  # still described: the cached prefix
+    names = engine.requests[1]["grammar"]
+    assert "work_orders-list_work_orders" in names and "create_work_order" not in names
+    assert "acknowledge_alarm" not in names
