@@ -28,6 +28,7 @@ settles nothing; so do a negation in the two words before, a percentage, and equ
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 
 from checks.evidence import Evidence
@@ -43,8 +44,10 @@ __all__ = [
 ]
 
 
-def ungrounded_numbers(answer: str, evidence: Evidence, question: str = "") -> list[str]:
-    """Return the numbers in ``answer`` that neither the tool results nor the question support.
+def ungrounded_numbers(
+    answer: str, evidence: Evidence, question: str = "", read_texts: Sequence[str] = ()
+) -> list[str]:
+    """Return the numbers in ``answer`` that neither the tool results, the question nor what else was read support.
 
     See `checks.numbers` for what counts as a number, what is ignored, and what counts as
     support (formatting variants, rounding to the answer's precision, percent as fraction; no
@@ -54,6 +57,8 @@ def ungrounded_numbers(answer: str, evidence: Evidence, question: str = "") -> l
         answer: The model's final answer for the turn.
         evidence: The turn's tool results, each parsed once (JSON is walked, other text read as text).
         question: The user's question; numbers the user gave are support too.
+        read_texts: What else the session read (the operator's messages, earlier turns' results), read as text: a
+            follow-up may restate a value an earlier turn read, as it may name a record id one read.
 
     Returns:
         The unsupported numbers as written in the answer (sign included, unit and percent sign
@@ -68,7 +73,8 @@ def ungrounded_numbers(answer: str, evidence: Evidence, question: str = "") -> l
             add_json_support(result.data, support)
         else:
             add_text_support(result.text, support)
-    add_text_support(question, support)
+    for text in (question, *read_texts):
+        add_text_support(text, support)
     flagged: list[str] = []
     for mention in found:
         if mention.text in flagged or mention.always_accepted or is_supported(mention, support):

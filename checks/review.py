@@ -77,11 +77,11 @@ class Review:
 def review_answer(answer: str, evidence: Evidence, question: str, read_texts: Sequence[str] = ()) -> Review:
     """Run every check on ``answer`` against the turn's ``evidence``.
 
-    ``read_texts`` are what else the session read (the operator's messages, earlier results): a record id found
-    there is not made up.
+    ``read_texts`` are what else the session read (the operator's messages, earlier results): a record id or a
+    number found there is not made up.
     """
     return Review(
-        ungrounded_numbers=ungrounded_numbers(answer, evidence, question),
+        ungrounded_numbers=ungrounded_numbers(answer, evidence, question, read_texts),
         ungrounded_ids=ungrounded_ids(answer, [*evidence.texts, *read_texts], question),
         misattributed_numbers=misattributed_numbers(answer, evidence, question),
         overlooked_alarms=overlooked_alarms(answer, evidence),

@@ -12,8 +12,9 @@ does not need it.
   question naming pumps that no call could speak for (only the fleet summary or the manuals were read: no call's
   tool takes a pump id) gets each named pump's details; else a question whether a named pump may keep running gets
   that pump's details, whose ISO 10816-3 zone the safety check judges the answer by (`checks.safety`); else a
-  message asking what the manuals say gets the manuals search when the turn has not searched them
-  (`turn.follow_up`). Only reads follow up: a second write nobody quite asked for is left to the operator.
+  message asking what the manuals say gets the manuals search when the turn has not searched them; else, after
+  reads only, a read the message names by its declared words ("work order") that no call made (`turn.follow_up`).
+  Only reads follow up: a second write nobody quite asked for is left to the operator.
 * **Claims without data.** An answer written before any tool ran that speaks for the plant's data or names a tool
   ("No problems.", "There are no active alarms", "check the assets-get_system_summary": `checks.claims.data_claim`),
   or states a measurement to a question about the plant, shows the model took the question to need data; so does a
@@ -46,6 +47,7 @@ from semantic_kernel.connectors.ai.function_calling_utils import kernel_function
 from semantic_kernel.contents.chat_message_content import ChatMessageContent
 from semantic_kernel.contents.function_call_content import FunctionCallContent
 from semantic_kernel.exceptions import KernelException
+from semantic_kernel.functions.kernel_function import KernelFunction
 
 from chat.mentions import tool_schemas
 from checks.claims import data_claim, measurement
@@ -117,8 +119,7 @@ class TurnPolicies:
         its alarm). The tools stay described to the model; only its choice narrows. `unasked_write` still refuses
         such a call should a connector let one through.
         """
-        functions = [function for plugin in kernel.plugins.values() for function in plugin.functions.values()]
-        return [function.fully_qualified_name for function in functions if self._unasked(traits_of(function), asked)]
+        return [f.fully_qualified_name for f in _functions(kernel) if self._unasked(traits_of(f), asked)]
 
     def _unasked(self, traits: ToolTraits, asked: str) -> bool:
         """Whether ``asked`` holds none of the words a write with ``traits`` declares (never for a read)."""
@@ -193,7 +194,8 @@ class TurnPolicies:
         with each value. Otherwise, for pumps the question names when no call's tool takes a pump id (the fleet summary,
         the manuals), or named in a question whether they may keep running, their details (their zone).
         Otherwise the manuals search, with the operator's message, when the message asks what the manuals say and no
-        call searched them. A call already made is never repeated.
+        call searched them. Otherwise, when every call made was a read, the reads the message names by their declared
+        words that none of them was (`turn.follow_up.asked_reads`). A call already made is never repeated.
         """
         if not self.follow_up_calls or not made:
             return []
@@ -252,10 +254,13 @@ def _is_read(kernel: Kernel, name: str) -> bool:
         return False
 
 
+def _functions(kernel: Kernel) -> list[KernelFunction]:
+    return [function for plugin in kernel.plugins.values() for function in plugin.functions.values()]
+
+
 def _read_words(kernel: Kernel) -> dict[str, tuple[str, ...]]:
     """The reads of ``kernel`` that declare the words naming what only they answer, by full name."""
-    functions = [function for plugin in kernel.plugins.values() for function in plugin.functions.values()]
-    declared = {function.fully_qualified_name: traits_of(function) for function in functions}
+    declared = {function.fully_qualified_name: traits_of(function) for function in _functions(kernel)}
     return {name: traits.asked_by for name, traits in declared.items() if traits.read_only and traits.asked_by}
 
 

@@ -279,3 +279,14 @@ def test_fleet_rankings_negations_and_timestamps_are_not_attribution_errors() ->
 )
 def test_a_value_compared_with_a_limit_the_wrong_way_round_is_flagged(answer: str, flagged: list[str]) -> None:
     assert misstated_comparisons(answer) == flagged
+
+
+def test_a_number_an_earlier_turn_read_is_supported_in_a_follow_up() -> None:
+    answer = "At 9.4 mm/s the manual says to stop the pump."
+    # This turn read only a manual passage; the 9.4 came from the earlier turn's pump details.
+    passage = json.dumps({"hits": [{"title": "Vibration", "text": "Stop a pump in zone D."}]})
+    assert grounding.ungrounded_numbers(answer, Evidence.of([passage])) == ["9.4"]
+    assert grounding.ungrounded_numbers(answer, Evidence.of([passage]), read_texts=[PUMP_STATUS]) == []
+    assert grounding.ungrounded_numbers("At 9.5 mm/s, stop it.", Evidence.of([passage]), read_texts=[PUMP_STATUS]) == [
+        "9.5"
+    ]
