@@ -165,7 +165,7 @@ async def test_the_first_run_records_existing_alarms_as_history_and_later_alarms
     tmp_path: Path, database_target: str | Path
 ) -> None:
     settings = settings_for(tmp_path, database=database_target)
-    fake = ScriptedOllama([reply(ANSWER)])
+    fake = ScriptedOllama([reply(ANSWER), reply(ANSWER)])
     async with open_app(settings, chat_transport=fake.transport()) as app:
         first = AutoTriage(app, settings.triage)
         records = await first.run_once()
@@ -288,7 +288,7 @@ async def test_a_failing_sink_is_named_on_the_stored_record_and_the_other_sinks_
     settings = settings_for(
         tmp_path, {"File": "triage.jsonl", "WebhookUrl": url, "WebhookAttempts": 2}, database=database_target
     )
-    fake = ScriptedOllama([reply(ANSWER)])
+    fake = ScriptedOllama([reply(ANSWER), reply(ANSWER)])
     async with open_app(settings, chat_transport=fake.transport()) as app:
         triage = AutoTriage(app, settings.triage, webhook_backoff_seconds=0.01)
         await baselined(app, triage)
@@ -314,7 +314,7 @@ class Collector:
 
 async def test_run_polls_until_cancelled(tmp_path: Path, database_target: str | Path) -> None:
     settings = settings_for(tmp_path, {"PollSeconds": 0.01}, database=database_target)
-    fake = ScriptedOllama([reply(ANSWER)])
+    fake = ScriptedOllama([reply(ANSWER), reply(ANSWER)])
     collector = Collector()
     async with open_app(settings, chat_transport=fake.transport()) as app:
         await TriageLog(app.db).baseline()

@@ -47,7 +47,7 @@ async def broker_port() -> AsyncIterator[int]:
 async def test_each_triage_is_published_to_the_triage_topic_only(tmp_path: Path, broker_port: int) -> None:
     source = {"Name": "plant", "Host": "127.0.0.1", "Port": broker_port, "ClientId": "pumpops-plant"}
     settings = settings_for(tmp_path, {"MqttSource": "plant", "MqttTopic": TOPIC}, Telemetry={"Mqtt": [source]})
-    fake = ScriptedOllama([reply(ANSWER)])
+    fake = ScriptedOllama([reply(ANSWER), reply(ANSWER)])
     async with (
         open_app(settings, chat_transport=fake.transport()) as app,
         aiomqtt.Client("127.0.0.1", broker_port, identifier="watcher") as watcher,

@@ -62,7 +62,7 @@ async def test_watch_triages_new_alarms_until_sigterm(tmp_path: Path) -> None:
         err_console=Console(file=notes, width=200, color_system=None),
         _settings=settings,
     )
-    fake = ScriptedOllama([reply(ANSWER)])
+    fake = ScriptedOllama([reply(ANSWER), reply(ANSWER)])
     watching = asyncio.create_task(watch_alarms(cli, transport=fake.transport()))
     async with asyncio.timeout(30):
         await notes.wait_for("ALM-0100 triaged")
@@ -76,7 +76,7 @@ async def test_watch_triages_new_alarms_until_sigterm(tmp_path: Path) -> None:
 
 async def test_list_shows_the_records_newest_first_and_as_json(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
-    fake = ScriptedOllama([reply(ANSWER)])
+    fake = ScriptedOllama([reply(ANSWER), reply(ANSWER)])
     async with open_app(settings, chat_transport=fake.transport()) as app:
         triage = AutoTriage(app, settings.triage)
         await triage.run_once()
