@@ -186,7 +186,8 @@ async def test_a_flood_takes_the_budget_one_by_one_then_one_batch_and_the_rest_w
 ) -> None:
     settings = settings_for(tmp_path, {"MaxPerMinute": 2}, database=database_target)
     batch_answer = "PUMP-001 and PUMP-002 share a cause: a process upset.\nURGENCY: immediate"
-    fake = ScriptedOllama([reply(ANSWER), reply(ANSWER), reply(batch_answer), reply(ANSWER), reply(ANSWER)])
+    # Each triage answered before any read is read for and asked again (the claim rule): two replies a turn.
+    fake = ScriptedOllama([reply(ANSWER)] * 4 + [reply(batch_answer)] * 2 + [reply(ANSWER)] * 4)
     clock = Clock()
     async with open_app(settings, chat_transport=fake.transport()) as app:
         triage = AutoTriage(app, settings.triage, clock=clock)
@@ -199,7 +200,7 @@ async def test_a_flood_takes_the_budget_one_by_one_then_one_batch_and_the_rest_w
         await add_alarm(app, "ALM-0105", active=False)
         records = await triage.run_once()
         by_id = {r.alarm_id: r for r in records}
-        assert len(records) == 6 and len(fake.requests) == 3
+        assert len(records) == 6 and len(fake.requests) == 6
         assert by_id["ALM-0105"].status is TriageStatus.SKIPPED and by_id["ALM-0105"].reason == CLEARED_BEFORE
         # Most severe first: the critical and the high alarm get their own turns.
         assert [r.alarm_id for r in records if r.status is TriageStatus.TRIAGED] == ["ALM-0101", "ALM-0103"]
@@ -210,7 +211,7 @@ async def test_a_flood_takes_the_budget_one_by_one_then_one_batch_and_the_rest_w
         report = batched[0].result
         assert report is not None and report.alarm_id == "ALM-0104" and report.pump_id == "PUMP-002"
         assert report.alarm_ids == ["ALM-0104", "ALM-0100", "ALM-0102"] and report.pump_ids == ["PUMP-002", "PUMP-001"]
-        prompt = fake.requests[2]["messages"][-1]["content"]
+        prompt = fake.requests[4]["messages"][-1]["content"]
         assert prompt.startswith("Fleet triage: 3 new alarms on 2 pumps")
         for alarm_id in ("ALM-0100", "ALM-0102", "ALM-0104"):
             assert f"- {alarm_id}: " in prompt
@@ -219,7 +220,7 @@ async def test_a_flood_takes_the_budget_one_by_one_then_one_batch_and_the_rest_w
         await add_alarm(app, "ALM-0106")
         await add_alarm(app, "ALM-0107")
         assert await triage.run_once() == []
-        assert len(fake.requests) == 3
+        assert len(fake.requests) == 6
         clock.now += 61
         later = await triage.run_once()
         assert [(r.alarm_id, r.status) for r in later] == [

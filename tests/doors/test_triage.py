@@ -79,7 +79,8 @@ async def test_an_unknown_alarm_fails_clearly_before_any_model_call(settings: Se
 
 
 async def test_an_answer_without_an_urgency_line_is_unknown(settings: Settings) -> None:
-    fake = ScriptedOllama([reply("I cannot tell without more data.")])
+    # Answered before any read, the triage prompt (naming a pump and the manuals) is read for and asked again.
+    fake = ScriptedOllama([reply("I cannot tell without more data."), reply("I cannot tell without more data.")])
     async with open_app(settings, chat_transport=fake.transport()) as app:
         result = await triage_alarm(app, "ALM-0005")
     assert result.urgency is Urgency.UNKNOWN
