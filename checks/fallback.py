@@ -30,7 +30,7 @@ def evidence_answer(evidence: Evidence, findings: Sequence[Finding], question: s
     lines += _actions(evidence, told_nothing="unbacked_actions" in checks)
     lines += _zones(evidence)
     lines += _alarms(evidence)
-    if "misstated_comparisons" in checks:
+    if checks & {"misstated_comparisons", "ungrounded_numbers"}:
         lines += [reading_sentence(r) for r in _readings(evidence, [question, *(f.finding for f in findings)])]
     if "stale_readings" in checks:
         lines += [reading_sentence(r) for r in _stale(evidence)]

@@ -2,9 +2,10 @@
 
 Acting findings stop an answer from being shown as written: an unbacked action claim, a zone-D pump let run as
 normal, an all-clear over active alarms, a misstated severity, a comparison the numbers contradict, a record id
-no result or message holds, a value the results mark stale stated as the current one. Ungrounded numbers and
-numbers told of another pump stay warnings under the answer: rounding, units and restated figures make them too
-noisy to rewrite an answer over.
+no result or message holds, a number neither the results, the operator nor an earlier read gives (every number an
+operator sees comes from a tool result), a value the results mark stale stated as the current one. A number told of
+another pump stays a warning under the answer: which pump a sentence speaks for is read from its wording, too loosely
+to rewrite an answer over.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ ACTING_CHECKS: dict[str, str] = {
     "misstated_severities": "Give each alarm the severity its tool result gives.",
     "misstated_comparisons": "Compare values exactly as the numbers in the tool results order them.",
     "ungrounded_ids": "Name only the record ids that the tool results or the operator gave.",
+    "ungrounded_numbers": (
+        "State only numbers that the tool results or the operator gave, as the results write them: no number "
+        "from memory, no conversion, no estimate. The numbers above are in none of them."
+    ),
     "stale_readings": (
         "A value the tool results mark stale is not current: give it with its reading time and say it is stale; "
         "never state it as the current value."

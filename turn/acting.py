@@ -3,11 +3,12 @@
 The runner holds the answer round's text back until the answer is settled here (see `turn.runner`), so the
 operator never sees an answer that failed a check:
 
-1. The answer passes every acting check (`checks.review.Review.acting`): it is shown as written, unless the
-   question is off-topic (`checks.scope.off_topic`), which gives the scoped refusal instead (``refused``).
-2. It fails: the model is asked once more, without tools, with each finding stated plainly
+1. The question is off-topic (`checks.scope.off_topic`): whatever the answer says, the operator gets the scoped
+   refusal (``refused``).
+2. The answer passes every acting check (`checks.review.Review.acting`): it is shown as written.
+3. It fails: the model is asked once more, without tools, with each finding stated plainly
    (`checks.review.retry_request`). An answer that passes then is shown (``retried``).
-3. It fails again, or the model could not answer again (deadline, service failure): the operator gets the answer
+4. It fails again, or the model could not answer again (deadline, service failure): the operator gets the answer
    code builds from the evidence (`checks.fallback.evidence_answer`, ``replaced``).
 
 Each step is a `turn.events.Correction` in the turn result. This lives in the turn, not in a chat connector, so
@@ -63,12 +64,12 @@ async def settle_answer(answer: str, facts: TurnFacts, ask_again: AskAgain) -> S
     review = _review(answer, facts)
     if not answer.strip():
         return Settled(answer, review)  # nothing to show or judge: the turn is degraded and says why
+    why = off_topic(facts.question, facts.evidence, facts.domain)
+    if why is not None:  # whatever the answer says, an off-topic question gets the refusal, not a retry
+        return Settled(REFUSAL, _review(REFUSAL, facts), [Correction(check="off_topic", finding=why, action="refused")])
     findings = review.acting()
     if not findings:
-        why = off_topic(facts.question, facts.evidence, facts.domain)
-        if why is None:
-            return Settled(answer, review)
-        return Settled(REFUSAL, _review(REFUSAL, facts), [Correction(check="off_topic", finding=why, action="refused")])
+        return Settled(answer, review)
     again = await ask_again(retry_request(findings))
     if again is not None and again.strip():
         second = _review(again, facts)

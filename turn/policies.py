@@ -157,7 +157,7 @@ class TurnPolicies:
         question naming none, the fleet summary.
 
         Whatever the answer says, two questions cannot be answered before a read: one asking what the manuals say
-        (`turn.follow_up.asks_the_manuals`: "Going by the manuals, what should we do?") gets the manuals search with
+        (`turn.follow_up.asks_the_manuals`: "Per the playbook, what next?") gets the manuals search with
         the operator's words, and one naming a pump that nothing the conversation read speaks for ("And pump 5?"
         after PUMP-004's details) gets that pump's details.
         """

@@ -187,7 +187,7 @@ async def test_a_flood_takes_the_budget_one_by_one_then_one_batch_and_the_rest_w
     settings = settings_for(tmp_path, {"MaxPerMinute": 2}, database=database_target)
     batch_answer = "PUMP-001 and PUMP-002 share a cause: a process upset.\nURGENCY: immediate"
     # Each triage answered before any read is read for and asked again (the claim rule): two replies a turn.
-    fake = ScriptedOllama([reply(ANSWER)] * 4 + [reply(batch_answer)] * 2 + [reply(ANSWER)] * 4)
+    fake = ScriptedOllama([*[reply(ANSWER)] * 4, *[reply(batch_answer)] * 2, *[reply(ANSWER)] * 4])
     clock = Clock()
     async with open_app(settings, chat_transport=fake.transport()) as app:
         triage = AutoTriage(app, settings.triage, clock=clock)

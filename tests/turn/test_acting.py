@@ -182,6 +182,29 @@ async def test_a_zone_d_answer_that_says_stop_passes_untouched(
     assert result.answer == good == shown and result.corrections == []
 
 
+# -- a number no result holds ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("turn", "details"), [(ollama_turn, ollama_details), (local_turn, local_details)])
+async def test_an_invented_number_told_twice_is_replaced_by_the_readings_of_the_pump_asked(
+    make_settings: MakeSettings, turn: Any, details: Any
+) -> None:
+    steps = details("PUMP-007 vibrates at 12.5 mm/s.", "PUMP-007 vibrates at 12.5 mm/s, I am sure.")
+    result, shown, _ = await turn(make_settings, steps, "How is PUMP-007 vibrating?")
+    assert outcomes(result) == [("ungrounded_numbers", "replaced")]
+    assert "12.5" not in shown and "12.5" not in result.answer and result.ungrounded == []
+    assert "9.4 mm/s" in result.answer
+
+
+@pytest.mark.parametrize(("turn", "details"), [(ollama_turn, ollama_details), (local_turn, local_details)])
+async def test_an_answer_whose_numbers_the_results_hold_passes_untouched(
+    make_settings: MakeSettings, turn: Any, details: Any
+) -> None:
+    good = "PUMP-007 vibrates at 9.4 mm/s, in zone D: stop it for inspection."
+    result, shown, _ = await turn(make_settings, details(good), "How is PUMP-007 vibrating?")
+    assert result.answer == good == shown and result.corrections == []
+
+
 # -- a wrong pump-against-pump comparison ---------------------------------------------------------------------------
 
 READINGS = [

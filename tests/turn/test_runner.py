@@ -272,15 +272,31 @@ async def test_streaming_emits_text_deltas_and_tool_events(settings: Settings) -
     assert isinstance(events[-1], TurnFinished)
 
 
-async def test_a_fabricated_number_is_reported_as_ungrounded(settings: Settings) -> None:
+async def test_a_fabricated_number_is_never_shown_the_model_answers_again_from_the_results(settings: Settings) -> None:
     fake = ScriptedOllama(
         [
             reply(tool_calls=[call("assets-get_pump_details", pump_id="PUMP-007")]),
             reply("PUMP-007 is at 12.7 mm/s."),
+            reply("PUMP-007 is at 9.4 mm/s."),
         ]
     )
     result = await run_turn(settings, fake, "PUMP-007?")
-    assert result.ungrounded == ["12.7"]
+    assert [(c.check, c.finding, c.action) for c in result.corrections] == [("ungrounded_numbers", "12.7", "retried")]
+    assert result.answer == "PUMP-007 is at 9.4 mm/s." and result.ungrounded == []
+    assert "12.7" in fake.requests[-1]["messages"][-1]["content"]  # the finding, told to the model
+
+
+async def test_a_fabricated_number_told_twice_gives_the_answer_code_writes_from_the_results(settings: Settings) -> None:
+    fake = ScriptedOllama(
+        [
+            reply(tool_calls=[call("assets-get_pump_details", pump_id="PUMP-007")]),
+            reply("PUMP-007 is at 12.7 mm/s."),
+            reply("PUMP-007 is at 12.7 mm/s, as I said."),
+        ]
+    )
+    result = await run_turn(settings, fake, "PUMP-007?")
+    assert [(c.check, c.action) for c in result.corrections] == [("ungrounded_numbers", "replaced")]
+    assert "12.7" not in result.answer and "9.4 mm/s" in result.answer and result.ungrounded == []
 
 
 async def test_an_all_clear_the_results_contradict_is_replaced_by_the_alarms_it_passed_over(settings: Settings) -> None:

@@ -126,11 +126,14 @@ def test_a_question_shows_the_tool_call_then_streams_the_answer_and_tools_lists_
     assert [m["role"] for m in fake.requests[1]["messages"]] == ["system", "user", "assistant", "tool"]
 
 
-def test_degraded_turns_and_unverified_numbers_are_flagged(tmp_path: Path, database_target: str | Path) -> None:
+def test_a_degraded_turn_is_flagged_and_its_unverified_number_never_shown(
+    tmp_path: Path, database_target: str | Path
+) -> None:
     fake = ScriptedOllama(
         [
             reply(tool_calls=[call("assets-get_pump_details", pump_id="PUMP-007")]),
             reply("PUMP-007 is at 12.7 mm/s."),
+            reply("PUMP-007 is at 12.7 mm/s, as I said."),
         ]
     )
     settings = write_settings(tmp_path, database_target, Agent={"MaxModelCalls": 2})
@@ -138,9 +141,9 @@ def test_degraded_turns_and_unverified_numbers_are_flagged(tmp_path: Path, datab
     assert code == 0
     text = normalized(output)
     assert '✓ assets-get_pump_details(pump_id="PUMP-007") → pump_id=PUMP-007, status=online (N ms)' in text
-    assert "pumpops> PUMP-007 is at 12.7 mm/s.\n" in text
+    assert "12.7" not in text.split("✎")[0]  # the failing answer was never shown
+    assert "pumpops> The model's answer did not match this turn's tool results" in text
     assert "⚠ degraded: model call limit of 2 reached; the last call had no tools" in text
-    assert "⚠ unverified numbers or ids (found in no tool result): 12.7" in text
 
 
 def test_an_all_clear_over_active_alarms_is_replaced_and_the_chat_notes_the_correction(
