@@ -21,6 +21,7 @@ __all__ = ["evidence_answer"]
 
 _MAX_ALARMS = 8
 _MAX_READINGS = 6
+_MAX_RECORDS = 12
 
 
 def evidence_answer(evidence: Evidence, findings: Sequence[Finding], question: str) -> str:
@@ -35,9 +36,19 @@ def evidence_answer(evidence: Evidence, findings: Sequence[Finding], question: s
     if "stale_readings" in checks:
         lines += [reading_sentence(r) for r in _stale(evidence)]
     if len(lines) == 1:
-        ran = sorted({r.tool for r in evidence.results if r.tool})
-        lines.append(f"Tools run: {', '.join(ran)}." if ran else "No tool ran in this turn.")
+        lines += _ran(evidence)
     return "\n".join(lines)
+
+
+def _ran(evidence: Evidence) -> list[str]:
+    """The tools run and the records their results hold: what is left to say when nothing else applies."""
+    ran = sorted({r.tool for r in evidence.results if r.tool})
+    if not ran:
+        return ["No tool ran in this turn."]
+    ids = list(evidence.records)
+    more = f" and {len(ids) - _MAX_RECORDS} more" if len(ids) > _MAX_RECORDS else ""
+    held = [f"Records in their results: {', '.join(ids[:_MAX_RECORDS])}{more}."] if ids else []
+    return [f"Tools run: {', '.join(ran)}.", *held]
 
 
 def _actions(evidence: Evidence, *, told_nothing: bool) -> list[str]:
