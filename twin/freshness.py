@@ -72,6 +72,19 @@ class Staleness:
             return None
         values = "value is" if stale == 1 else "values are"
         return (
-            f"{stale} {values} stale (no new reading for over {self.after_seconds:g} s; see age_seconds): "
+            f"{stale} {values} stale (no new reading for over {_spoken(self.after_seconds)}; see age_seconds): "
             "do not present a stale value as current; give it with its reading time and say it is stale."
         )
+
+
+def _spoken(seconds: float) -> str:
+    """``seconds`` as the note gives it: in seconds, and in whole minutes or hours beside when it is one.
+
+    An answer may restate the stale age as an operator says it ("over 15 minutes"); the answer checks do no
+    arithmetic, so the result carries that form too.
+    """
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{seconds:g} s ({seconds / 3600:g} h)"
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds:g} s ({seconds / 60:g} min)"
+    return f"{seconds:g} s"

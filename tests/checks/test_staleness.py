@@ -34,7 +34,7 @@ DETAILS = json.dumps(
             },
         ],
         "vibration_zone": {"zone": "B", "value_mm_s": 4.2, "meaning": "acceptable long-term"},
-        "stale_note": "1 value is stale (no new reading for over 900 s; see age_seconds): do not present ...",
+        "stale_note": "1 value is stale (no new reading for over 900 s (15 min); see age_seconds): do not present ...",
     }
 )
 
